@@ -1,0 +1,3 @@
+from patchkeeper.cli import main
+
+main()

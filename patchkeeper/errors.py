@@ -1,0 +1,24 @@
+"""The one error type whose message is what the user reads (pattern from pre-commit's FatalError)."""
+
+from patchkeeper import exitcodes
+
+
+class PatchkeeperError(Exception):
+    """A problem to report in one line, with the exit code it maps to. Never shown as a traceback."""
+
+    exit_code = exitcodes.USAGE
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UserError(PatchkeeperError):
+    """Bad input: a file, a flag or an install that is not what it should be (exit 2)."""
+
+
+class BusyError(PatchkeeperError):
+    """Another patchkeeper holds the install (exit 6)."""
+
+    exit_code = exitcodes.BUSY
