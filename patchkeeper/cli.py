@@ -1,0 +1,69 @@
+"""Command-line entry point.
+
+Commands live one per module under `patchkeeper/commands/` and are imported only when named,
+so `patchkeeper --help` and every command start without loading git or SQLite code they do not
+use. Every user-facing failure is a PatchkeeperError: printed as one line, mapped to its exit code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from patchkeeper import __version__, exitcodes
+from patchkeeper.errors import PatchkeeperError
+
+# name -> module under patchkeeper.commands that defines `command`
+COMMANDS: dict[str, str] = {
+    "status": "status",
+    "apply": "apply",
+    "unapply": "unapply",
+    "check": "check",
+    "lint": "lint",
+    "record": "record",
+    "refresh": "refresh",
+    "demo": "demo",
+    "audit": "audit",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMANDS.get(cmd_name)
+        if module_name is None:
+            return None
+        module = importlib.import_module(f"patchkeeper.commands.{module_name}")
+        return module.command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="patchkeeper")
+def cli() -> None:
+    """Keep local fixes alive across upstream updates of a git-installed project.
+
+    \b
+    Example:
+      patchkeeper status --install ~/.hermes/hermes-agent
+    """
+
+
+def main() -> None:
+    try:
+        code = cli.main(standalone_mode=False)
+    except PatchkeeperError as exc:
+        click.echo(f"patchkeeper: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("patchkeeper: aborted", err=True)
+        sys.exit(exitcodes.INTERNAL)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exitcodes.USAGE)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else exitcodes.OK)
