@@ -1,10 +1,10 @@
-"""The one error type whose message is what the user reads (pattern from pre-commit's FatalError)."""
+"""The error type whose message is what the user reads (after pre-commit's FatalError)."""
 
 from patchkeeper import exitcodes
 
 
 class PatchkeeperError(Exception):
-    """A problem to report in one line, with the exit code it maps to. Never shown as a traceback."""
+    """A problem reported in one line with its exit code; never shown as a traceback."""
 
     exit_code = exitcodes.USAGE
 

@@ -51,7 +51,8 @@ def run(
     )
     if check and proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise GitError(f"git {' '.join(args[:3])} failed: {detail[-1] if detail else proc.returncode}")
+        reason = detail[-1] if detail else f"exit {proc.returncode}"
+        raise GitError(f"git {' '.join(args[:3])} failed: {reason}")
     return proc
 
 

@@ -1,0 +1,102 @@
+"""`patchkeeper.toml` -> typed settings. Relative paths are taken from the patch set's folder."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patchkeeper.errors import UserError
+
+CONFIG_NAME = "patchkeeper.toml"
+DEFAULT_INSTALL = "~/.hermes/hermes-agent"
+DEFAULT_UPDATE_COMMAND = ("hermes", "update", "--yes")
+
+_KNOWN: dict[str, set[str]] = {
+    "install": {"path", "python", "version_command"},
+    "update": {"command", "timeout", "post_apply"},
+    "smoke": {"checks", "timeout"},
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    source: Path | None
+    install_path: Path
+    python: str | None = None
+    version_command: tuple[str, ...] = ()
+    update_command: tuple[str, ...] = DEFAULT_UPDATE_COMMAND
+    update_timeout: float | None = None
+    post_apply: tuple[tuple[str, ...], ...] = ()
+    smoke_checks: tuple[str, ...] = ()
+    smoke_timeout: float = 120.0
+
+
+def _str_list(path: Path, key: str, value: Any, *, allow_empty: bool = True) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UserError(f"{path}: {key} must be a list of strings")
+    if not value and not allow_empty:
+        raise UserError(f"{path}: {key} must not be empty")
+    return tuple(value)
+
+
+def _seconds(path: Path, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise UserError(f"{path}: {key} must be a positive number of seconds")
+    return float(value)
+
+
+def _resolve(base: Path, value: str) -> Path:
+    candidate = Path(value).expanduser()
+    return candidate if candidate.is_absolute() else (base / candidate).resolve()
+
+
+def load_settings(patch_dir: Path) -> Settings:
+    """Read PATCH_DIR/patchkeeper.toml; a missing file means all defaults."""
+    path = patch_dir / CONFIG_NAME
+    if not path.is_file():
+        return Settings(source=None, install_path=Path(DEFAULT_INSTALL).expanduser())
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not valid UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    for section, body in data.items():
+        if section not in _KNOWN or not isinstance(body, dict):
+            raise UserError(f"{path}: unknown section [{section}]")
+        unknown = sorted(set(body) - _KNOWN[section])
+        if unknown:
+            raise UserError(f"{path}: unknown key {unknown[0]!r} in [{section}]")
+    install = data.get("install", {})
+    update = data.get("update", {})
+    smoke = data.get("smoke", {})
+    for key in ("path", "python"):
+        if key in install and not isinstance(install[key], str):
+            raise UserError(f"{path}: install.{key} must be a string")
+    post = update.get("post_apply", [])
+    if not isinstance(post, list):
+        raise UserError(f"{path}: update.post_apply must be a list of commands")
+    return Settings(
+        source=path,
+        install_path=_resolve(patch_dir, install.get("path", DEFAULT_INSTALL)),
+        python=install.get("python"),
+        version_command=_str_list(
+            path, "install.version_command", install.get("version_command", [])
+        ),
+        update_command=_str_list(
+            path,
+            "update.command",
+            update.get("command", list(DEFAULT_UPDATE_COMMAND)),
+            allow_empty=False,
+        ),
+        update_timeout=_seconds(path, "update.timeout", update["timeout"])
+        if "timeout" in update
+        else None,
+        post_apply=tuple(
+            _str_list(path, "update.post_apply[]", cmd, allow_empty=False) for cmd in post
+        ),
+        smoke_checks=_str_list(path, "smoke.checks", smoke.get("checks", [])),
+        smoke_timeout=_seconds(path, "smoke.timeout", smoke.get("timeout", 120.0)),
+    )

@@ -1,0 +1,406 @@
+"""The patch set on disk: `series`, patch files with DEP-3 style headers, variants.
+
+A series entry names either a patch file (`fix.patch`) or a folder of variants (`fix/`), each
+variant a patch file whose `Applies-To:` says which upstream versions it is for. Everything a
+command needs is checked here once, so the engine only ever sees a well-formed patch set.
+Problems are collected rather than raised, so `lint` can list them all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from patchkeeper.problems import Problem, raise_first
+
+SERIES_NAME = "series"
+PATCH_SUFFIXES = (".patch", ".diff")
+NOT_PATCHES = {"smoke"}  # folders of a patch set that hold no patches
+
+DEP3_FIELDS = {
+    "description", "subject", "origin", "bug", "forwarded", "author", "from", "reviewed-by",
+    "acked-by", "last-update", "applied-upstream",
+}  # fmt: skip
+OUR_FIELDS = {"applies-to", "upstream-fixed-in", "base", "smoke"}
+MAIL_FIELDS = {
+    "from", "date", "subject", "mime-version", "content-type", "content-transfer-encoding",
+    "message-id", "in-reply-to", "references",
+}  # fmt: skip
+_FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]?(.*)$")
+_MBOX_RE = re.compile(r"^From [0-9a-f]{40} ")
+_SUBJECT_TAG_RE = re.compile(r"^\[[^]]*PATCH[^]]*\]\s*")
+_DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    """One patch file: parsed header fields plus the diff bytes exactly as stored."""
+
+    path: Path
+    fields: dict[str, str]
+    diff: bytes
+    files: tuple[str, ...]
+    applies_to: SpecifierSet | None
+    upstream_fixed_in: SpecifierSet | None
+    smoke: tuple[str, ...]
+    sha256: str
+
+    @property
+    def description(self) -> str:
+        return self.fields.get("description") or self.fields.get("subject") or ""
+
+    @property
+    def base(self) -> str | None:
+        return self.fields.get("base")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One fix, as named in `series`: one patch file, or several variants for version ranges."""
+
+    name: str
+    entry: str
+    variants: tuple[PatchFile, ...]
+
+    def select(self, version: Version | None) -> PatchFile | None:
+        """The variant for VERSION; None when no variant's range contains it.
+
+        An unknown version only matches an unversioned variant (one without Applies-To).
+        """
+        for variant in self.variants:
+            if variant.applies_to is None:
+                return variant
+            if version is not None and variant.applies_to.contains(version, prereleases=True):
+                return variant
+        return None
+
+
+@dataclass(frozen=True)
+class PatchSet:
+    root: Path
+    patches: tuple[Patch, ...]
+
+    def by_name(self, name: str) -> Patch | None:
+        return next((p for p in self.patches if p.name == name), None)
+
+
+def spec_contains(spec: SpecifierSet | None, version: Version | None) -> bool:
+    return spec is not None and version is not None and spec.contains(version, prereleases=True)
+
+
+# ---------------------------------------------------------------- series
+
+
+def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
+    """Entries of `series` as (line number, entry); quilt's `-p1` is accepted, nothing else."""
+    path = root / SERIES_NAME
+    problems: list[Problem] = []
+    if not path.is_file():
+        return [], [Problem(path, 1, "missing series file")]
+    text, problem = _decode(path, path.read_bytes())
+    if problem:
+        return [], [problem]
+    entries: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        if not line:
+            continue
+        name, *options = line.split()
+        if options not in ([], ["-p1"]):
+            problems.append(Problem(path, number, f"unsupported option {' '.join(options)!r}"))
+        entry = name.rstrip("/")
+        unsafe = _unsafe_path(entry)
+        if unsafe:
+            problems.append(Problem(path, number, f"{entry!r}: {unsafe}"))
+        elif entry in seen:
+            problems.append(Problem(path, number, f"{entry!r} is listed twice"))
+        elif not (root / entry).exists():
+            problems.append(Problem(path, number, f"{entry!r} does not exist"))
+        else:
+            seen.add(entry)
+            entries.append((number, entry))
+    return entries, problems
+
+
+def _patch_files_on_disk(root: Path) -> set[Path]:
+    found = {p for p in root.iterdir() if p.is_file() and p.suffix in PATCH_SUFFIXES}
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.name not in NOT_PATCHES and not folder.name.startswith("."):
+            found |= {p for p in folder.iterdir() if p.is_file() and p.suffix in PATCH_SUFFIXES}
+    return found
+
+
+def patch_name(entry: str) -> str:
+    for suffix in PATCH_SUFFIXES:
+        if entry.endswith(suffix):
+            return entry[: -len(suffix)]
+    return entry
+
+
+# ---------------------------------------------------------------- one patch file
+
+
+def _decode(path: Path, data: bytes) -> tuple[str, Problem | None]:
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return "", Problem(path, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x})")
+
+
+def _unsafe_path(path: str) -> str | None:
+    """Why PATH may not be written by a patch, or None when it is a safe relative path."""
+    if not path or path == "/dev/null":
+        return None if path == "/dev/null" else "empty path"
+    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+        return "absolute path"
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    if ".." in parts:
+        return "path leaves the tree ('..')"
+    if any(part.lower() == ".git" for part in parts):
+        return "path inside .git/"
+    return None
+
+
+def _split_header(path: Path, lines: list[str]) -> tuple[dict[str, str], int, list[Problem]]:
+    """Parse the header; return fields, index of the first diff line, problems."""
+    problems: list[Problem] = []
+    fields: dict[str, str] = {}
+    allowed = DEP3_FIELDS | OUR_FIELDS
+    mail = bool(lines) and _MBOX_RE.match(lines[0]) is not None
+    if mail:
+        allowed |= MAIL_FIELDS
+    index = 1 if mail else 0
+    last: str | None = None
+    in_header = True
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("diff --git ") or (line == "---" and not mail):
+            break
+        if mail and line == "---":
+            break
+        if in_header and line[:1] in (" ", "\t") and last is not None and line.strip():
+            fields[last] += "\n" + line.strip()
+        elif in_header and line.strip() == "":
+            in_header = mail  # DEP-3: free text follows; mail: body (may hold trailers)
+            last = None
+        elif match := _FIELD_RE.match(line):
+            key, value = match.group(1).lower(), match.group(2).strip()
+            if key not in allowed and not key.startswith(("x-", "bug-")):
+                if in_header and not mail:
+                    problems.append(Problem(path, index + 1, f"unknown header {match.group(1)!r}"))
+            elif key in fields:
+                problems.append(Problem(path, index + 1, f"duplicate header {match.group(1)!r}"))
+            else:
+                fields[key] = value
+                last = key
+        elif in_header and not mail:
+            problems.append(Problem(path, index + 1, f"not a 'Field: value' header line: {line!r}"))
+            last = None
+        index += 1
+    while index < len(lines) and not lines[index].startswith("diff --git "):
+        index += 1  # a `---` separator and an optional diffstat
+    if "subject" in fields and mail:
+        fields["subject"] = _SUBJECT_TAG_RE.sub("", fields["subject"])
+    return fields, index, problems
+
+
+def _diff_body(lines: list[str], start: int) -> list[str]:
+    body = lines[start:]
+    # git format-patch ends with a signature: "-- " then the git version.
+    for index in range(len(body) - 1, -1, -1):
+        if body[index] == "-- ":
+            return body[:index]
+    return body
+
+
+def _diff_paths(path: Path, body: list[str], first_line: int) -> tuple[list[str], list[Problem]]:
+    """Paths the diff touches, checked for safety, via unidiff (metadata only)."""
+    from unidiff import PatchSet as UniPatchSet
+    from unidiff.errors import UnidiffParseError
+
+    problems: list[Problem] = []
+    for offset, line in enumerate(body):
+        if line.startswith(("GIT binary patch", "Binary files ")):
+            problems.append(Problem(path, first_line + offset, "binary patches are not supported"))
+    if problems:
+        return [], problems
+    try:
+        parsed = UniPatchSet("\n".join(body) + "\n")
+    except UnidiffParseError as exc:
+        return [], [Problem(path, first_line, f"diff does not parse: {exc}")]
+    if not parsed:
+        return [], [Problem(path, first_line, "no diff found")]
+    paths: list[tuple[int, str]] = []
+    for offset, line in enumerate(body):
+        if line.startswith("diff --git "):
+            for token in line[len("diff --git ") :].split(" "):
+                paths.append((offset, _strip_prefix(token)))
+        elif line.startswith(("--- ", "+++ ")):
+            paths.append((offset, _strip_prefix(line[4:].split("\t")[0])))
+        elif match := _DIFF_PATH_RE.match(line):
+            paths.append((offset, match.group(1)))
+    touched: list[str] = []
+    for offset, target in paths:
+        unsafe = _unsafe_path(target.strip('"'))
+        if unsafe:
+            problems.append(Problem(path, first_line + offset, f"{target!r}: {unsafe}"))
+    for patched in parsed:
+        for name in {patched.source_file, patched.target_file}:
+            clean = _strip_prefix(name)
+            if clean != "/dev/null" and clean not in touched:
+                touched.append(clean)
+    return touched, problems
+
+
+def _strip_prefix(token: str) -> str:
+    token = token.strip().strip('"')
+    return token[2:] if token.startswith(("a/", "b/")) else token
+
+
+def _specifier(
+    path: Path, fields: dict[str, str], key: str, lines: list[str]
+) -> tuple[SpecifierSet | None, Problem | None]:
+    if key not in fields:
+        return None, None
+    line = next((i + 1 for i, text in enumerate(lines) if text.lower().startswith(key + ":")), 1)
+    try:
+        spec = SpecifierSet(fields[key])
+    except InvalidSpecifier:
+        return None, Problem(path, line, f"invalid PEP 440 specifier set {fields[key]!r}")
+    if not str(spec):
+        return None, Problem(path, line, f"empty specifier set in {key}")
+    return spec, None
+
+
+def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
+    data = path.read_bytes()
+    text, problem = _decode(path, data)
+    if problem:
+        return None, [problem]
+    lines = text.splitlines()
+    fields, diff_start, problems = _split_header(path, lines)
+    if not (fields.get("description") or fields.get("subject")):
+        problems.append(Problem(path, 1, "header needs a Description (or Subject)"))
+    if diff_start >= len(lines):
+        problems.append(Problem(path, len(lines) or 1, "no 'diff --git' section found"))
+        return None, problems
+    body = _diff_body(lines, diff_start)
+    files, path_problems = _diff_paths(path, body, diff_start + 1)
+    problems += path_problems
+    applies_to, p1 = _specifier(path, fields, "applies-to", lines)
+    fixed_in, p2 = _specifier(path, fields, "upstream-fixed-in", lines)
+    problems += [p for p in (p1, p2) if p]
+    if problems:
+        return None, problems
+    diff = ("\n".join(body) + "\n").encode("utf-8")
+    smoke = tuple(s.strip() for s in fields.get("smoke", "").split(",") if s.strip())
+    return PatchFile(
+        path=path,
+        fields=fields,
+        diff=diff,
+        files=tuple(files),
+        applies_to=applies_to,
+        upstream_fixed_in=fixed_in,
+        smoke=smoke,
+        sha256=hashlib.sha256(data).hexdigest(),
+    ), []
+
+
+# ---------------------------------------------------------------- variants
+
+
+def _probe_versions(specs: Iterable[SpecifierSet]) -> list[Version]:
+    """Versions on and around every boundary the specifiers name: enough to find an overlap."""
+    probes: set[Version] = {Version("0"), Version("99999")}
+    for spec_set in specs:
+        for spec in spec_set:
+            release = [int(x) for x in re.findall(r"\d+", spec.version.split("+")[0])][:6]
+            if not release:
+                continue
+            for length in range(1, len(release) + 1):
+                head = release[:length]
+                bumped = [*head[:-1], head[-1] + 1]
+                for point in (head, bumped):
+                    probes.add(Version(".".join(map(str, point))))
+                    probes.add(Version(".".join(map(str, [*point, 0, 1]))))
+                    if any(point):
+                        last = max(i for i, v in enumerate(point) if v)
+                        below = [*point[:last], point[last] - 1, 999999]
+                        probes.add(Version(".".join(map(str, below))))
+    return sorted(probes)
+
+
+def _overlap(a: PatchFile, b: PatchFile) -> Version | None:
+    if a.applies_to is None or b.applies_to is None:
+        return Version("0")
+    for probe in _probe_versions([a.applies_to, b.applies_to]):
+        if spec_contains(a.applies_to, probe) and spec_contains(b.applies_to, probe):
+            return probe
+    return None
+
+
+def _variant_problems(variants: list[PatchFile]) -> list[Problem]:
+    problems = []
+    for i, first in enumerate(variants):
+        for second in variants[i + 1 :]:
+            both = _overlap(first, second)
+            if both is not None:
+                problems.append(
+                    Problem(
+                        second.path,
+                        1,
+                        f"Applies-To overlaps variant {first.path.name} (both contain {both}); "
+                        "every variant in a folder needs its own range",
+                    )
+                )
+    return problems
+
+
+# ---------------------------------------------------------------- the whole set
+
+
+def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
+    """Load everything that loads and list every problem (the basis of `lint`)."""
+    root = root.resolve()
+    if not root.is_dir():
+        return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
+    entries, problems = read_series(root)
+    listed: set[Path] = set()
+    patches: list[Patch] = []
+    for _, entry in entries:
+        target = root / entry
+        files = (
+            sorted(p for p in target.iterdir() if p.is_file() and p.suffix in PATCH_SUFFIXES)
+            if target.is_dir()
+            else [target]
+        )
+        if target.is_dir() and not files:
+            problems.append(Problem(target, 1, "variant folder holds no .patch files"))
+        listed |= set(files)
+        variants = []
+        for file in files:
+            parsed, file_problems = parse_patch_file(file)
+            problems += file_problems
+            if parsed:
+                variants.append(parsed)
+        problems += _variant_problems(variants)
+        if variants and len(variants) == len(files):
+            patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
+    for stray in sorted(_patch_files_on_disk(root) - listed):
+        problems.append(Problem(stray, 1, "patch file is not listed in series"))
+    return PatchSet(root, tuple(patches)), problems
+
+
+def load_patch_set(root: Path) -> PatchSet:
+    """The patch set, or a one-line error (exit 2) naming the first problem."""
+    patch_set, problems = inspect_patch_set(root)
+    raise_first(problems)
+    return patch_set
