@@ -1,0 +1,82 @@
+"""The install: the upstream git checkout that runs; where it is, its git state, its version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchkeeper import git
+from patchkeeper.config import Settings
+from patchkeeper.errors import UserError
+from patchkeeper.version import VersionInfo, version_from_command, version_of_ref
+
+STATE_DIR_NAME = "patchkeeper"
+
+# Files git leaves in its directory while an operation waits for the user.
+_IN_PROGRESS = {
+    "MERGE_HEAD": "a merge",
+    "rebase-merge": "a rebase",
+    "rebase-apply": "a rebase or git am",
+    "CHERRY_PICK_HEAD": "a cherry-pick",
+    "REVERT_HEAD": "a revert",
+}
+
+
+@dataclass(frozen=True)
+class Install:
+    path: Path
+    git_dir: Path
+
+    @property
+    def state_dir(self) -> Path:
+        """Tool state lives under .git/, never in the work tree the updater stashes."""
+        return self.git_dir / STATE_DIR_NAME
+
+    def head(self) -> str | None:
+        return git.rev_parse(self.path, "HEAD")
+
+
+def open_install(path: Path) -> Install:
+    """The checkout at PATH, or a one-line error (exit 2) saying why it is not one."""
+    path = path.expanduser()
+    if not path.is_dir():
+        raise UserError(f"{path}: install not found (set [install] path or pass --install)")
+    from git import InvalidGitRepositoryError, NoSuchPathError, Repo
+
+    try:
+        with Repo(path) as repo:
+            if repo.bare or repo.working_tree_dir is None:
+                raise UserError(f"{path}: a bare repository is not an install")
+            top = Path(repo.working_tree_dir).resolve()
+            git_dir = Path(repo.git_dir).resolve()
+    except (InvalidGitRepositoryError, NoSuchPathError):
+        raise UserError(f"{path}: not a git repository") from None
+    if top != path.resolve():
+        raise UserError(f"{path}: not the top of a checkout (that is {top})")
+    return Install(path=top, git_dir=git_dir)
+
+
+def operation_in_progress(install: Install) -> str | None:
+    """What unfinished git operation (or unmerged paths) the install is in, if any."""
+    for name, what in _IN_PROGRESS.items():
+        if (install.git_dir / name).exists():
+            return f"the install is in the middle of {what} ({install.git_dir / name})"
+    unmerged = git.out(["ls-files", "-u", "--", "."], install.path)
+    if unmerged:
+        first = unmerged.splitlines()[0].split("\t", 1)[-1]
+        return f"the install has unmerged paths ({first})"
+    return None
+
+
+def refuse_if_busy_with_git(install: Install) -> None:
+    reason = operation_in_progress(install)
+    if reason:
+        raise UserError(f"{install.path}: {reason}; finish or abort it first")
+
+
+def install_version(install: Install, settings: Settings) -> VersionInfo:
+    if settings.version_command:
+        info = version_from_command(install.path, settings.version_command)
+        if info.version is not None:
+            return info
+    return version_of_ref(install.path, "HEAD")

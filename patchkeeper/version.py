@@ -1,0 +1,74 @@
+"""Upstream versions as PEP 440: from `git describe`, or from the upstream's own version command.
+
+`v0.21.5-3698-g6f7a799` -> `0.21.5+3698.g6f7a799` (Hermes' own format, a PEP 440 local
+version); `v2026.6.19` -> `2026.6.19`; canary tags `v0.22.0-canary.20261001120000` ->
+`0.22.0.dev20261001120000` (a dev release sorts before its final release, as a canary does).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from patchkeeper import git
+
+_DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
+_CANARY_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)*)-canary\.(?P<stamp>\d+)$")
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    version: Version | None
+    text: str  # what was read, for the report
+    source: str  # "describe", "command" or "unknown"
+
+    def __str__(self) -> str:
+        return str(self.version) if self.version else f"unknown ({self.text})"
+
+
+def tag_to_version(tag: str) -> Version | None:
+    tag = tag.removeprefix("v")
+    if canary := _CANARY_RE.match(tag):
+        tag = f"{canary['base']}.dev{canary['stamp']}"
+    try:
+        return Version(tag)
+    except InvalidVersion:
+        return None
+
+
+def describe_to_version(described: str) -> Version | None:
+    match = _DESCRIBE_RE.match(described.strip())
+    if not match:
+        return None
+    base = tag_to_version(match["tag"])
+    if base is None or not match["distance"] or match["distance"] == "0":
+        return base
+    return Version(f"{base.public}+{match['distance']}.g{match['sha'][:7]}")
+
+
+def version_of_ref(repo: Path, ref: str) -> VersionInfo:
+    proc = git.run(["describe", "--tags", "--match", "v[0-9]*", ref], repo, check=False)
+    described = proc.stdout.decode().strip()
+    if proc.returncode == 0 and (version := describe_to_version(described)):
+        return VersionInfo(version, described, "describe")
+    reason = described or "no version tag reachable (shallow clone without tags?)"
+    return VersionInfo(None, reason, "unknown")
+
+
+def version_from_command(repo: Path, command: tuple[str, ...]) -> VersionInfo:
+    """The upstream's own version logic, e.g. Hermes' `hermes_cli/version_info.py`."""
+    try:
+        proc = subprocess.run(command, cwd=repo, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return VersionInfo(None, f"version command failed: {exc}", "unknown")
+    text = proc.stdout.decode(errors="replace").strip()
+    if proc.returncode == 0:
+        try:
+            return VersionInfo(Version(text), text, "command")
+        except InvalidVersion:
+            pass
+    return VersionInfo(None, f"version command exited {proc.returncode}: {text!r}", "unknown")
