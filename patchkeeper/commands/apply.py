@@ -1,0 +1,59 @@
+"""`patchkeeper apply`: put every patch that applies into the work tree, in one write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchkeeper import outcomes as oc
+from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.status import render_tree, tree_json
+from patchkeeper.install import refuse_if_busy_with_git
+from patchkeeper.lock import install_lock
+from patchkeeper.patching import apply_patches
+from patchkeeper.report import emit_json
+from patchkeeper.verdict import tree_exit_code
+
+
+def wait_option(f):
+    return click.option(
+        "--wait",
+        type=click.FloatRange(min=0),
+        default=0.0,
+        show_default=True,
+        help="Seconds to wait for another patchkeeper on this install before exiting 6.",
+    )(f)
+
+
+@click.command("apply")
+@install_option
+@patches_option
+@wait_option
+@json_option
+def command(install_path: Path | None, patches_dir: Path | None, wait: float, as_json: bool) -> int:
+    """Apply every patch that applies; report the rest.
+
+    Running it twice changes nothing the second time. A conflicting patch writes nothing, nor
+    does any later patch that shares a file with it (exit 3). The user's own edits are kept.
+
+    \b
+    Example:
+      patchkeeper apply --install ~/.hermes/hermes-agent
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    with install_lock(workspace.install.state_dir, "apply", wait) as lock:
+        refuse_if_busy_with_git(workspace.install)
+        report = apply_patches(workspace.install, workspace.settings, workspace.patch_set)
+    if lock.taken_over:
+        report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
+    code = tree_exit_code(report.results, pending_needs_attention=False)
+    if as_json:
+        emit_json("apply", code, **tree_json(report), notes=report.notes)
+        return code
+    render_tree(report, "apply")
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    written = [r.name for r in report.results if r.outcome in oc.WRITES]
+    click.echo(f"wrote: {', '.join(written)}" if written else "nothing to write")
+    return code

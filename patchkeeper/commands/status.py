@@ -1,0 +1,85 @@
+"""`patchkeeper status`: how every patch stands in the install's work tree right now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchkeeper import outcomes as oc
+from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.patching import TreeReport, worktree_status
+from patchkeeper.report import emit_json, patch_json, patch_lines
+from patchkeeper.stashes import list_stashes, stash_holds
+from patchkeeper.verdict import tree_exit_code
+
+
+def stash_notes(report: TreeReport, workspace) -> list[str]:
+    """Name the stash entries that hold the content of a patch that is not in place."""
+    stashes = list_stashes(report.install.path)
+    notes = []
+    for result in report.results:
+        if result.in_place or result.outcome == oc.DRIFTED:
+            continue
+        patch = workspace.patch_set.by_name(result.name)
+        variant = patch.select(report.version.version) if patch else None
+        for entry in stashes if variant else ():
+            if stash_holds(report.install.path, entry, variant):
+                note = f"{entry.selector} ({entry.message}) holds this patch's content"
+                result.notes.append(note)
+                notes.append(f"{result.name}: {note}")
+    return notes
+
+
+def render_tree(report: TreeReport, title: str) -> None:
+    click.echo(f"{title}")
+    click.echo(f"  install  {report.install.path}")
+    click.echo(f"  version  {report.version}")
+    click.echo(f"  HEAD     {report.head or '(none)'}")
+    click.echo("patches:")
+    for result in report.results:
+        for line in patch_lines(result):
+            click.echo(line)
+    if not report.results:
+        click.echo("  (the patch set is empty)")
+
+
+def tree_json(report: TreeReport) -> dict:
+    return {
+        "install": {
+            "path": str(report.install.path),
+            "version": str(report.version.version) if report.version.version else None,
+            "version_source": report.version.source,
+            "head": report.head,
+        },
+        "patches": [patch_json(r) for r in report.results],
+    }
+
+
+@click.command("status")
+@install_option
+@patches_option
+@json_option
+def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
+    """Show each patch's outcome against the install's current work tree.
+
+    A patch that is not applied yet shows what `apply` would do; `drifted` means patchkeeper
+    applied it and it was edited by hand since. Exit 0 only when every applicable patch is
+    in place.
+
+    \b
+    Example:
+      patchkeeper status --install ~/.hermes/hermes-agent
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    report = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
+    stash_notes(report, workspace)
+    for result in report.results:
+        if result.outcome in oc.WRITES:
+            result.detail = "not applied yet: what `patchkeeper apply` would do"
+    code = tree_exit_code(report.results, pending_needs_attention=True)
+    if as_json:
+        emit_json("status", code, **tree_json(report))
+    else:
+        render_tree(report, "status")
+    return code

@@ -1,0 +1,52 @@
+"""`patchkeeper unapply`: remove exactly what patchkeeper wrote, keeping the user's own edits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchkeeper import exitcodes
+from patchkeeper import outcomes as oc
+from patchkeeper.commands.apply import wait_option
+from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.status import render_tree, tree_json
+from patchkeeper.install import refuse_if_busy_with_git
+from patchkeeper.lock import install_lock
+from patchkeeper.patching import unapply_patches
+from patchkeeper.report import emit_json
+
+
+@click.command("unapply")
+@click.argument("names", nargs=-1)
+@install_option
+@patches_option
+@wait_option
+@json_option
+def command(
+    names: tuple[str, ...],
+    install_path: Path | None,
+    patches_dir: Path | None,
+    wait: float,
+    as_json: bool,
+) -> int:
+    """Remove what patchkeeper wrote (all patches, or the NAMES given).
+
+    The exact diff recorded at apply time is reversed; edits made by hand elsewhere, even in
+    the same file, stay. A patch edited by hand since is left in place (`drifted`, exit 5).
+
+    \b
+    Example:
+      patchkeeper unapply schema-once
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    with install_lock(workspace.install.state_dir, "unapply", wait):
+        refuse_if_busy_with_git(workspace.install)
+        report = unapply_patches(workspace.install, workspace.settings, workspace.patch_set, names)
+    drifted = any(r.outcome == oc.DRIFTED for r in report.results)
+    code = exitcodes.ATTENTION if drifted else exitcodes.OK
+    if as_json:
+        emit_json("unapply", code, **tree_json(report))
+    else:
+        render_tree(report, "unapply")
+    return code

@@ -1,0 +1,293 @@
+"""Classify a patch set against a target, each patch on top of the ones before it.
+
+A target is the install's work tree or any ref. Its content for the touched paths is loaded
+into a scratch index; each patch is tried there with `git apply --cached` (forward, reverse,
+3-way, in that order, never with fuzz). The scratch index then holds the combined result of
+every patch that applies, so a writer can put it into the work tree in one step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from patchkeeper import outcomes as oc
+from patchkeeper.outcomes import HunkConflict, HunkOffset, PatchResult
+from patchkeeper.patchset import Patch, PatchFile, PatchSet, spec_contains
+from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
+
+_CHECKING_RE = re.compile(r"^Checking patch (.+)\.\.\.$")
+_OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) lines?\)\.$")
+_FAILED_FILE_RES = (
+    re.compile(r"^error: patch failed: (.+):\d+$"),
+    re.compile(r"^error: (.+): (?:patch does not apply|(?:does not|already) exists? in index)$"),
+)
+_CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
+
+
+@dataclass
+class Classification:
+    """Every patch's result plus the scratch trees before and after (for the writer)."""
+
+    results: list[PatchResult]
+    start_tree: str
+    final_tree: str
+
+    def combined_diff(self, repo: Path) -> bytes:
+        return tree_diff(repo, self.start_tree, self.final_tree)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the state says patchkeeper wrote for one patch (work tree targets only)."""
+
+    sha256: str
+    diff: bytes
+
+
+def _lines(output: bytes) -> list[str]:
+    return output.decode(errors="replace").splitlines()
+
+
+def parse_offsets(stderr: bytes) -> list[HunkOffset]:
+    offsets, current = [], ""
+    for line in _lines(stderr):
+        if match := _CHECKING_RE.match(line):
+            current = match.group(1)
+        elif (match := _OFFSET_RE.match(line)) and int(match.group(3)) != 0:
+            offsets.append(HunkOffset(current, int(match[1]), int(match[2]), int(match[3])))
+    return offsets
+
+
+def failed_files(stderr: bytes) -> list[str]:
+    files: list[str] = []
+    for line in _lines(stderr):
+        for pattern in _FAILED_FILE_RES:
+            if (match := pattern.match(line)) and match.group(1) not in files:
+                files.append(match.group(1))
+    return files
+
+
+def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
+    """(path, file header, hunks) per file section of a git diff, raw bytes kept."""
+    sections: list[tuple[str, bytes, list[bytes]]] = []
+    header: list[bytes] = []
+    hunks: list[list[bytes]] = []
+    path = ""
+
+    def flush() -> None:
+        if header:
+            sections.append((path, b"".join(header), [b"".join(h) for h in hunks]))
+
+    for line in diff.splitlines(keepends=True):
+        if line.startswith(b"diff --git "):
+            flush()
+            header, hunks, path = [line], [], ""
+        elif line.startswith(b"@@"):
+            hunks.append([line])
+        elif hunks:
+            hunks[-1].append(line)
+        else:
+            header.append(line)
+            if line.startswith((b"+++ b/", b"--- a/")) and not path:
+                path = line[6:].decode(errors="replace").rstrip("\n").split("\t")[0]
+    flush()
+    return sections
+
+
+def conflicting_hunks(index: ScratchIndex, diff: bytes, files: list[str]) -> list[HunkConflict]:
+    """Which hunks fail, each checked alone against the target, with the lines it expected."""
+    conflicts = []
+    for path, header, hunks in split_hunks(diff):
+        if files and path not in files:
+            continue
+        if not hunks:
+            conflicts.append(HunkConflict(path, 0, "", (), "file-level change does not apply"))
+        for number, hunk in enumerate(hunks, 1):
+            proc = index.apply(header + hunk, "--check")
+            if proc.returncode == 0:
+                continue
+            first, *body = hunk.decode(errors="replace").splitlines()
+            expected = tuple(line[1:] for line in body if line[:1] in (" ", "-"))
+            reason = next(
+                (m for m in _lines(proc.stderr) if "exist" in m), "context does not match"
+            )
+            conflicts.append(HunkConflict(path, number, first, expected, reason))
+    return conflicts
+
+
+def _try_forward(index: ScratchIndex, result: PatchResult, diff: bytes) -> bool:
+    proc = index.apply(diff)
+    if proc.returncode != 0:
+        return False
+    result.offsets = parse_offsets(proc.stderr)
+    result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
+    return True
+
+
+def _try_three_way(index: ScratchIndex, result: PatchResult, diff: bytes, files: list[str]):
+    before = index.write_tree()
+    proc = index.apply(diff, "--3way")
+    if proc.returncode == 0:
+        result.outcome = oc.MERGED_3WAY
+        result.merged_files = files
+        return True
+    index.read_tree(before)  # drop the conflict stages the failed merge left
+    return False
+
+
+def classify_one(
+    index: ScratchIndex,
+    patch_file: PatchFile,
+    result: PatchResult,
+    has_it_outcome: str,
+) -> None:
+    """Try one patch on the scratch index; leave the index holding its result if it applies."""
+    diff = patch_file.diff
+    check = index.apply(diff, "--check")
+    if check.returncode == 0:
+        _try_forward(index, result, diff)
+        return
+    if any(_CORRUPT_RE.search(line) for line in _lines(check.stderr)):
+        result.outcome = oc.INVALID
+        result.detail = f"git cannot read the diff: {_lines(check.stderr)[-1]}"
+        return
+    if index.apply(diff, "--check", "--reverse").returncode == 0:
+        result.outcome = has_it_outcome
+        return
+    files = failed_files(check.stderr)
+    if _try_three_way(index, result, diff, files):
+        return
+    result.outcome = oc.CONFLICT
+    result.conflicts = conflicting_hunks(index, diff, files)
+    names = ", ".join(files) or "the target"
+    result.detail = f"does not apply to {names}"
+
+
+def classify(
+    patch_set: PatchSet,
+    repo: Path,
+    version: Version | None,
+    load: Callable[[ScratchIndex, set[str]], None],
+    *,
+    recorded: dict[str, Recorded] | None = None,
+    upstream_has: Callable[[PatchFile], bool] | None = None,
+) -> Classification:
+    """Classify every patch of PATCH_SET in series order against the content LOAD puts in.
+
+    RECORDED (work tree targets) holds what patchkeeper wrote earlier: an intact one is
+    `already-applied`, a damaged one `drifted`, and one whose patch file changed is taken out
+    first and then tried afresh. UPSTREAM_HAS tells whether content that is already present
+    came from upstream (else it is reported `already-applied`, not yet recorded).
+    """
+    recorded = recorded or {}
+    selected = {p.name: p.select(version) for p in patch_set.patches}
+    paths: set[str] = set()
+    for variant in selected.values():
+        paths.update(variant.files if variant else ())
+    for record in recorded.values():
+        paths.update(path for path, _, _ in split_hunks(record.diff))
+    with scratch_index(repo) as index:
+        load(index, paths)
+        start = index.write_tree()
+        results = [
+            _classify_patch(index, patch, selected[patch.name], version, recorded, upstream_has)
+            for patch in patch_set.patches
+        ]
+        for result, patch in zip(results, patch_set.patches, strict=True):
+            if (variant := selected[patch.name]) is not None:
+                result.variant = str(variant.path.relative_to(patch_set.root))
+        _hold_back_dependents(index, patch_set, selected, results, start)
+        return Classification(results, start, index.write_tree())
+
+
+def _classify_patch(
+    index: ScratchIndex,
+    patch: Patch,
+    variant: PatchFile | None,
+    version: Version | None,
+    recorded: dict[str, Recorded],
+    upstream_has: Callable[[PatchFile], bool] | None,
+) -> PatchResult:
+    result = PatchResult(patch.name, oc.NOT_APPLICABLE)
+    record = recorded.get(patch.name)
+    before = index.write_tree()
+    if record is not None:
+        result.recorded = True
+        if index.apply(record.diff, "--check", "--reverse").returncode != 0:
+            result.outcome = oc.DRIFTED
+            result.detail = "applied by patchkeeper, then changed by hand"
+            return result
+        if variant is not None and record.sha256 == variant.sha256:
+            result.outcome = oc.ALREADY_APPLIED
+            return result
+        index.apply(record.diff, "--reverse")  # stale: take out what was written before
+        result.notes.append(
+            "patch file changed since it was applied: re-applying"
+            if variant is not None
+            else "no longer applies to this version: removing what patchkeeper wrote"
+        )
+    if variant is None:
+        shown = str(version) if version else "unknown"
+        result.detail = f"no variant's Applies-To contains version {shown}"
+    elif spec_contains(variant.upstream_fixed_in, version):
+        result.outcome = oc.UPSTREAM_HAS_IT
+        result.detail = f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {version}"
+    else:
+        has_it = oc.UPSTREAM_HAS_IT
+        if upstream_has is not None and not upstream_has(variant):
+            has_it = oc.ALREADY_APPLIED
+        classify_one(index, variant, result, has_it)
+        if result.outcome == oc.UPSTREAM_HAS_IT:
+            result.detail = "its changes are already upstream: the patch can be retired"
+        elif result.outcome == oc.ALREADY_APPLIED:
+            result.detail = "present in the work tree but not recorded by patchkeeper"
+    after = index.write_tree()
+    if after != before:
+        result.diff = tree_diff(index.repo, before, after)
+    return result
+
+
+def _hold_back_dependents(
+    index: ScratchIndex,
+    patch_set: PatchSet,
+    selected: dict[str, PatchFile | None],
+    results: list[PatchResult],
+    start: str,
+) -> None:
+    """A patch sharing a file with an earlier failed one is not written either.
+
+    When any is held back, the scratch index is rebuilt from the start with only the patches
+    still going ahead, so the combined result never holds half of a chain.
+    """
+    failed_files: dict[str, str] = {}
+    held = False
+    for patch, result in zip(patch_set.patches, results, strict=True):
+        files = set(selected[patch.name].files) if selected[patch.name] else set()
+        if result.outcome in oc.FAILED:
+            failed_files.update(dict.fromkeys(files, patch.name))
+            continue
+        shared = sorted(files & failed_files.keys())
+        if shared and result.outcome in oc.WRITES:
+            blocker = failed_files[shared[0]]
+            result.outcome = oc.CONFLICT
+            result.detail = f"held back: shares {shared[0]} with {blocker}, which did not apply"
+            result.diff = None
+            failed_files.update(dict.fromkeys(files, patch.name))
+            held = True
+    if held:
+        index.read_tree(start)
+        for result in results:
+            if result.diff is not None:
+                index.apply(result.diff)
+
+
+def present_in_ref(repo: Path, ref: str, variant: PatchFile) -> bool:
+    """Whether REF's committed content already holds every change of VARIANT."""
+    with scratch_index(repo) as index:
+        index.load_ref(ref, variant.files)
+        return index.apply(variant.diff, "--check", "--reverse").returncode == 0

@@ -1,0 +1,58 @@
+"""The result model: how one patch stands against one target. Only report modules render it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+APPLIED = "applied"
+APPLIED_OFFSET = "applied-offset"
+MERGED_3WAY = "merged-3way"
+ALREADY_APPLIED = "already-applied"
+UPSTREAM_HAS_IT = "upstream-has-it"
+NOT_APPLICABLE = "not-applicable"
+CONFLICT = "conflict"
+INVALID = "invalid"
+DRIFTED = "drifted"  # status only: applied by patchkeeper, edited by hand since
+
+OUTCOMES = (
+    APPLIED, APPLIED_OFFSET, MERGED_3WAY, ALREADY_APPLIED, UPSTREAM_HAS_IT,
+    NOT_APPLICABLE, CONFLICT, INVALID, DRIFTED,
+)  # fmt: skip
+WRITES = (APPLIED, APPLIED_OFFSET, MERGED_3WAY)  # outcomes that change the target
+IN_PLACE = (ALREADY_APPLIED, UPSTREAM_HAS_IT, NOT_APPLICABLE)  # nothing left to do
+FAILED = (CONFLICT, INVALID)
+
+
+@dataclass(frozen=True)
+class HunkOffset:
+    file: str
+    hunk: int
+    line: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class HunkConflict:
+    file: str
+    hunk: int  # 1-based within the file; 0 when the whole file failed
+    header: str
+    expected: tuple[str, ...]  # the upstream lines the hunk looked for (context and removed)
+    reason: str = ""
+
+
+@dataclass
+class PatchResult:
+    name: str
+    outcome: str
+    variant: str | None = None
+    detail: str = ""
+    offsets: list[HunkOffset] = field(default_factory=list)
+    merged_files: list[str] = field(default_factory=list)
+    conflicts: list[HunkConflict] = field(default_factory=list)
+    recorded: bool = False  # patchkeeper's state says it wrote this patch
+    diff: bytes | None = field(default=None, repr=False)  # what this patch changes in the target
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def in_place(self) -> bool:
+        return self.outcome in IN_PLACE

@@ -1,0 +1,158 @@
+"""Apply and unapply the patch set on the install's work tree: classify, write once, record.
+
+The work tree is written with ONE `git apply` of the combined diff (scratch tree before ->
+scratch tree after), which is atomic over all files; the install's own index is never touched.
+What each patch changed is kept in the state so `unapply` reverses exactly that.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from patchkeeper import git
+from patchkeeper import outcomes as oc
+from patchkeeper.config import Settings
+from patchkeeper.engine import Classification, Recorded, classify, present_in_ref, split_hunks
+from patchkeeper.errors import UserError
+from patchkeeper.install import Install, install_version
+from patchkeeper.outcomes import PatchResult
+from patchkeeper.patchset import PatchFile, PatchSet
+from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
+from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
+from patchkeeper.version import VersionInfo
+
+
+@dataclass
+class TreeReport:
+    """How the patch set stands in (or was written to) the install's work tree."""
+
+    install: Install
+    head: str | None
+    version: VersionInfo
+    results: list[PatchResult]
+    written: bool = False
+    notes: list[str] = field(default_factory=list)
+
+
+def check_symlinks(install: Install, patch_set: PatchSet) -> None:
+    """Refuse a patch whose target path goes through a symlink that leaves the install."""
+    root = install.path.resolve()
+    for patch in patch_set.patches:
+        for variant in patch.variants:
+            for path in variant.files:
+                resolved = (install.path / path).resolve()
+                if not resolved.is_relative_to(root):
+                    raise UserError(
+                        f"{variant.path}: {path!r} reaches outside the install through a "
+                        f"symlink (to {resolved})"
+                    )
+
+
+def _recorded(install: Install) -> tuple[dict[str, AppliedRecord], dict[str, Recorded]]:
+    records = load_applied(install.state_dir)
+    return records, {
+        name: Recorded(record.sha256, written_diff(install.state_dir, record))
+        for name, record in records.items()
+    }
+
+
+def classify_worktree(
+    install: Install, settings: Settings, patch_set: PatchSet
+) -> tuple[VersionInfo, Classification, dict[str, AppliedRecord]]:
+    check_symlinks(install, patch_set)
+    version = install_version(install, settings)
+    records, recorded = _recorded(install)
+
+    def from_head(variant: PatchFile) -> bool:
+        return present_in_ref(install.path, "HEAD", variant)
+
+    def load(index: ScratchIndex, paths: set[str]) -> None:
+        index.load_worktree(paths)
+
+    classification = classify(
+        patch_set, install.path, version.version, load, recorded=recorded, upstream_has=from_head
+    )
+    return version, classification, records
+
+
+def _write(install: Install, diff: bytes) -> None:
+    """Put DIFF into the work tree in one step (no index), or fail having written nothing."""
+    if not diff:
+        return
+    git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
+    version, classification, records = classify_worktree(install, settings, patch_set)
+    head = install.head() or ""
+    _write(install, classification.combined_diff(install.path))
+    new_diffs: dict[str, bytes] = {}
+    for result in classification.results:
+        variant = patch_set.by_name(result.name)
+        selected = variant.select(version.version) if variant else None
+        if result.diff is not None and result.outcome not in oc.WRITES:
+            records.pop(result.name, None)  # a stale record whose content was taken out
+        if result.outcome in oc.WRITES and selected and result.diff is not None:
+            new_diffs[result.name] = result.diff
+        elif result.outcome == oc.ALREADY_APPLIED and not result.recorded and selected:
+            new_diffs[result.name] = selected.diff  # adopt: present but never recorded
+        else:
+            continue
+        records[result.name] = AppliedRecord(
+            name=result.name,
+            variant=result.variant or "",
+            sha256=selected.sha256,
+            base=head,
+            outcome=result.outcome,
+            applied_at=_now(),
+        )
+    save_applied(install.state_dir, records, new_diffs)
+    return TreeReport(install, head, version, classification.results, written=True)
+
+
+def worktree_status(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
+    version, classification, _ = classify_worktree(install, settings, patch_set)
+    return TreeReport(install, install.head(), version, classification.results)
+
+
+def unapply_patches(
+    install: Install, settings: Settings, patch_set: PatchSet, names: tuple[str, ...] = ()
+) -> TreeReport:
+    """Reverse exactly what patchkeeper wrote (latest first), keeping the user's own edits."""
+    records, recorded = _recorded(install)
+    unknown = [n for n in names if n not in records]
+    if unknown:
+        raise UserError(f"{install.state_dir / 'applied.json'}: {unknown[0]!r} is not applied")
+    order = [p.name for p in patch_set.patches] + sorted(
+        set(records) - {p.name for p in patch_set.patches}
+    )
+    chosen = [n for n in reversed(order) if n in records and (not names or n in names)]
+    results: list[PatchResult] = []
+    paths = {path for name in chosen for path, _, _ in split_hunks(recorded[name].diff)}
+    with scratch_index(install.path) as index:
+        index.load_worktree(paths)
+        start = index.write_tree()
+        for name in chosen:
+            proc = index.apply(recorded[name].diff, "--reverse")
+            if proc.returncode == 0:
+                results.append(PatchResult(name, "removed", records[name].variant, recorded=True))
+                del records[name]
+            else:
+                results.append(
+                    PatchResult(
+                        name,
+                        oc.DRIFTED,
+                        records[name].variant,
+                        "changed by hand since it was applied: left in place",
+                        recorded=True,
+                    )
+                )
+        _write(install, tree_diff(install.path, start, index.write_tree()))
+    save_applied(install.state_dir, records, {})
+    version = install_version(install, settings)
+    return TreeReport(install, install.head(), version, list(reversed(results)), written=True)

@@ -1,0 +1,81 @@
+"""Results -> text for people and JSON documents for machines. No logic about outcomes here."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from typing import Any
+
+import click
+
+from patchkeeper import outcomes as oc
+from patchkeeper.outcomes import PatchResult
+
+SCHEMA = "patchkeeper/1"
+
+_COLOURS = {
+    oc.APPLIED: "green",
+    oc.APPLIED_OFFSET: "green",
+    oc.MERGED_3WAY: "yellow",
+    oc.ALREADY_APPLIED: "green",
+    oc.UPSTREAM_HAS_IT: "cyan",
+    oc.NOT_APPLICABLE: "bright_black",
+    oc.CONFLICT: "red",
+    oc.INVALID: "red",
+    oc.DRIFTED: "yellow",
+}
+
+
+def use_colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def paint(text: str, colour: str | None) -> str:
+    return click.style(text, fg=colour) if colour and use_colour() else text
+
+
+def outcome_word(outcome: str) -> str:
+    return paint(outcome, _COLOURS.get(outcome))
+
+
+def patch_json(result: PatchResult) -> dict[str, Any]:
+    return {
+        "name": result.name,
+        "outcome": result.outcome,
+        "variant": result.variant,
+        "in_place": result.in_place,
+        "recorded": result.recorded,
+        "detail": result.detail,
+        "offsets": [asdict(o) for o in result.offsets],
+        "merged_files": result.merged_files,
+        "conflicts": [asdict(c) for c in result.conflicts],
+        "notes": result.notes,
+    }
+
+
+def emit_json(command: str, exit_code: int, **fields: Any) -> None:
+    document = {"schema": SCHEMA, "command": command, "exit_code": exit_code, **fields}
+    click.echo(json.dumps(document, indent=2, default=str))
+
+
+def patch_lines(result: PatchResult, *, width: int = 24, indent: str = "  ") -> list[str]:
+    """The lines that say how one patch stands: outcome, detail, offsets, failed hunks."""
+    head = f"{indent}{result.name:<{width}} {outcome_word(result.outcome)}"
+    if result.detail:
+        head += f"  ({result.detail})"
+    lines = [head]
+    more = indent + "    "
+    lines += [f"{more}{offset.file}: hunk #{offset.hunk} at line {offset.line}, "
+              f"offset {offset.offset:+d}" for offset in result.offsets]  # fmt: skip
+    if result.merged_files:
+        lines.append(f"{more}3-way merged: {', '.join(result.merged_files)}")
+    for conflict in result.conflicts:
+        where = f"hunk #{conflict.hunk} {conflict.header}" if conflict.hunk else "whole file"
+        lines.append(f"{more}{conflict.file}: {where}: {conflict.reason}")
+        if conflict.expected:
+            lines.append(f"{more}  expected upstream lines:")
+            lines += [f"{more}  | {line}" for line in conflict.expected]
+    lines += [f"{more}note: {note}" for note in result.notes]
+    return lines
