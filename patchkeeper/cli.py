@@ -26,6 +26,11 @@ COMMANDS: dict[str, str] = {
     "refresh": "refresh",
     "demo": "demo",
     "audit": "audit",
+    "update": "update",
+    "leftovers": "leftovers",
+    "recover": "recover",
+    "smoke": "smoke",
+    "doctor": "doctor",
 }
 
 
