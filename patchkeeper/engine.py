@@ -26,6 +26,7 @@ _FAILED_FILE_RES = (
     re.compile(r"^error: patch failed: (.+):\d+$"),
     re.compile(r"^error: (.+): (?:patch does not apply|(?:does not|already) exists? in index)$"),
 )
+_GIT_FATAL = 128  # git apply could not even read the patch
 _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
 
 
@@ -152,7 +153,7 @@ def classify_one(
     if check.returncode == 0:
         _try_forward(index, result, diff)
         return
-    if any(_CORRUPT_RE.search(line) for line in _lines(check.stderr)):
+    if check.returncode == _GIT_FATAL or any(_CORRUPT_RE.search(x) for x in _lines(check.stderr)):
         result.outcome = oc.INVALID
         result.detail = f"git cannot read the diff: {_lines(check.stderr)[-1]}"
         return
