@@ -92,6 +92,7 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
     head = install.head() or ""
     _write(install, classification.combined_diff(install.path))
     new_diffs: dict[str, bytes] = {}
+    recorded_before = dict(records)
     for result in classification.results:
         variant = patch_set.by_name(result.name)
         selected = variant.select(version.version) if variant else None
@@ -111,7 +112,8 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
             outcome=result.outcome,
             applied_at=_now(),
         )
-    save_applied(install.state_dir, records, new_diffs)
+    if new_diffs or records.keys() != recorded_before.keys():
+        save_applied(install.state_dir, records, new_diffs)
     return TreeReport(install, head, version, classification.results, written=True)
 
 

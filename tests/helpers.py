@@ -1,0 +1,121 @@
+"""Small builders for tests: real git repositories, patch sets on disk, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+GIT_ID = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+}
+
+
+def git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
+    proc = subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, **GIT_ID},
+        check=True,
+    )
+    return proc.stdout.decode().strip()
+
+
+def make_repo(path: Path, files: dict[str, str], tag: str | None = None) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    commit_files(path, files, "initial", tag)
+    return path
+
+
+def commit_files(repo: Path, files: dict[str, str], message: str, tag: str | None = None) -> str:
+    for name, text in files.items():
+        target = repo / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    if tag:
+        git(repo, "tag", tag)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def diff_of(repo: Path, edits: dict[str, str]) -> str:
+    """The git diff that EDITS would make to REPO's HEAD, leaving the repo as it was."""
+    originals = {}
+    for name, text in edits.items():
+        target = repo / name
+        originals[name] = target.read_text() if target.exists() else None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    git(repo, "add", "-N", *edits)
+    diff = git(repo, "diff") + "\n"
+    git(repo, "reset", "-q")
+    for name, text in originals.items():
+        if text is None:
+            (repo / name).unlink()
+        else:
+            (repo / name).write_text(text)
+    return diff
+
+
+def patch_text(diff: str, description: str = "A fix", **fields: str) -> str:
+    header = [f"Description: {description}"]
+    header += [f"{key.replace('_', '-').title()}: {value}" for key, value in fields.items()]
+    return "\n".join(header) + "\n---\n" + diff
+
+
+def write_patch_set(root: Path, patches: dict[str, str], config: str = "") -> Path:
+    """PATCHES maps a series entry (file or folder/file) to its text; series keeps dict order."""
+    root.mkdir(parents=True, exist_ok=True)
+    entries: list[str] = []
+    for name, text in patches.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        entry = name.split("/")[0]
+        if entry not in entries:
+            entries.append(entry)
+    (root / "series").write_text("\n".join(entries) + "\n")
+    if config:
+        (root / "patchkeeper.toml").write_text(config)
+    return root
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patchkeeper", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ID, "NO_COLOR": "1"},
+        check=False,
+    )
+
+
+def run_json(*args: str | Path) -> tuple[int, dict[str, Any]]:
+    proc = run_cli(*args, "--json")
+    assert proc.stdout, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def outcomes(document: dict[str, Any]) -> dict[str, str]:
+    return {p["name"]: p["outcome"] for p in document["patches"]}
+
+
+def tree_snapshot(repo: Path) -> dict[str, bytes]:
+    """Every file of the work tree and .git/patchkeeper, for "nothing changed on disk" checks."""
+    snapshot = {}
+    for path in sorted(repo.rglob("*")):
+        relative = path.relative_to(repo).as_posix()
+        if path.is_file() and (not relative.startswith(".git/") or "patchkeeper" in relative):
+            snapshot[relative] = path.read_bytes()
+    return snapshot
