@@ -1,0 +1,230 @@
+"""Bad input: one line naming the file and the problem, exit 2, nothing changed on disk."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import (
+    diff_of,
+    git,
+    make_repo,
+    patch_text,
+    run_cli,
+    tree_snapshot,
+    write_patch_set,
+)
+
+LINES = "".join(f"line {n}\n" for n in range(1, 21))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+
+
+def good_diff(repo: Path) -> str:
+    return diff_of(repo, {"app.py": LINES.replace("line 5\n", "line 5 fixed\n")})
+
+
+def with_path(diff: str, path: str) -> str:
+    return diff.replace("a/app.py", f"a/{path}").replace("b/app.py", f"b/{path}")
+
+
+BINARY = (
+    "diff --git a/logo.png b/logo.png\nnew file mode 100644\nindex 0000000..1111111\n"
+    "GIT binary patch\nliteral 4\nLcmZ?wbhEPl\n\nliteral 0\nHcmV?d00001\n"
+)
+
+# name -> (patch set files given the good diff, the file the error must name, words it must say)
+CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
+    "unknown header": (
+        lambda d: {"fix.patch": "Colour: red\n" + patch_text(d)},
+        "fix.patch",
+        "unknown header",
+    ),
+    "duplicate header": (
+        lambda d: {"fix.patch": patch_text(d, origin="a", bug="b").replace("Bug: b", "Origin: b")},
+        "fix.patch",
+        "duplicate header",
+    ),
+    "invalid specifier": (
+        lambda d: {"fix.patch": patch_text(d, applies_to=">=banana")},
+        "fix.patch",
+        "invalid PEP 440",
+    ),
+    "diff does not parse": (
+        lambda d: {"fix.patch": patch_text(d.replace("@@ -2,7 +2,7 @@", "@@ -2,9 +2,2 @@"))},
+        "fix.patch",
+        "diff does not parse",
+    ),
+    "binary patch": (lambda d: {"fix.patch": patch_text(BINARY)}, "fix.patch", "binary patches"),
+    "dot-dot path": (
+        lambda d: {"fix.patch": patch_text(with_path(d, "../outside.py"))},
+        "fix.patch",
+        "leaves the tree",
+    ),
+    "absolute path": (
+        lambda d: {"fix.patch": patch_text(d.replace("--- a/app.py", "--- /etc/passwd"))},
+        "fix.patch",
+        "absolute path",
+    ),
+    ".git target": (
+        lambda d: {"fix.patch": patch_text(with_path(d, ".git/hooks/pre-commit"))},
+        "fix.patch",
+        "inside .git/",
+    ),
+    "non-UTF-8": (
+        lambda d: {"fix.patch": patch_text(d).encode() + b"\xff\xfe\n"},
+        "fix.patch",
+        "not valid UTF-8",
+    ),
+    "missing series entry": (
+        lambda d: {"fix.patch": patch_text(d), "series": "fix.patch\ngone.patch\n"},
+        "series",
+        "does not exist",
+    ),
+    "patch not in series": (
+        lambda d: {
+            "fix.patch": patch_text(d),
+            "extra.patch": patch_text(d),
+            "series": "fix.patch\n",
+        },
+        "extra.patch",
+        "not listed in series",
+    ),
+    "no description": (
+        lambda d: {"fix.patch": "Origin: vendor\n---\n" + d},
+        "fix.patch",
+        "Description",
+    ),
+    "overlapping variants": (
+        lambda d: {
+            "fix/a.patch": patch_text(d, applies_to=">=1.0,<2.0"),
+            "fix/b.patch": patch_text(d, applies_to=">=1.5"),
+        },
+        "b.patch",
+        "overlaps",
+    ),
+    "bad config": (
+        lambda d: {"fix.patch": patch_text(d), "patchkeeper.toml": "[install]\npath = 3\n"},
+        "patchkeeper.toml",
+        "must be a string",
+    ),
+}
+
+
+def write_set(root: Path, files: dict[str, str | bytes]) -> Path:
+    root.mkdir(parents=True)
+    series = files.pop("series", None)
+    entries = []
+    for name, content in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+        if name.endswith(".patch") and name.split("/")[0] not in entries:
+            entries.append(name.split("/")[0])
+    (root / "series").write_text(series if isinstance(series, str) else "\n".join(entries) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("command", ["apply", "lint"])
+def test_bad_patch_set_is_one_line_exit_2_nothing_written(
+    case: str, command: str, repo: Path, tmp_path: Path
+) -> None:
+    build, names, says = CASES[case]
+    patches = write_set(tmp_path / "ps", build(good_diff(repo)))
+    before = tree_snapshot(repo)
+    args = (
+        ["--patches", patches] if command == "lint" else ["--install", repo, "--patches", patches]
+    )
+    proc = run_cli(command, *args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    output = proc.stderr if command == "apply" else proc.stdout
+    first = output.strip().splitlines()[0]
+    assert names in first and says in first, output
+    assert "Traceback" not in proc.stderr
+    if command == "apply":
+        assert len(proc.stderr.strip().splitlines()) == 1
+    else:
+        assert first.split(":")[1].isdigit()  # FILE:LINE: problem
+    assert tree_snapshot(repo) == before
+
+
+def test_lint_lists_every_problem_with_file_and_line(tmp_path: Path, repo: Path) -> None:
+    diff = good_diff(repo)
+    patches = write_set(
+        tmp_path / "ps",
+        {
+            "a.patch": "Colour: red\n" + patch_text(diff, applies_to="~=bad"),
+            "b.patch": patch_text(with_path(diff, "../x.py")),
+        },
+    )
+    proc = run_cli("lint", "--patches", patches)
+    assert proc.returncode == 2
+    lines = proc.stdout.strip().splitlines()
+    assert any(line.endswith("unknown header 'Colour'") and ":1:" in line for line in lines)
+    assert any("a.patch:3: invalid PEP 440" in line for line in lines)
+    assert any("b.patch:" in line and "leaves the tree" in line for line in lines)
+
+
+def test_symlink_that_leaves_the_tree(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, repo / "linked")
+    diff = with_path(good_diff(repo), "linked/app.py")
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    before = tree_snapshot(repo)
+    proc = run_cli("apply", "--install", repo, "--patches", patches)
+    assert proc.returncode == 2
+    assert "fix.patch" in proc.stderr and "outside the install through a symlink" in proc.stderr
+    assert tree_snapshot(repo) == before and list(outside.iterdir()) == []
+
+
+def test_install_that_is_not_a_git_repo(tmp_path: Path, repo: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    proc = run_cli("status", "--install", plain, "--patches", patches)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"patchkeeper: error: {plain}: not a git repository"
+
+
+def test_missing_install(tmp_path: Path, repo: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    proc = run_cli("apply", "--install", tmp_path / "nope", "--patches", patches)
+    assert proc.returncode == 2 and "install not found" in proc.stderr
+
+
+@pytest.mark.parametrize("operation", ["merge", "rebase"])
+def test_repo_in_the_middle_of_an_operation(operation: str, repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "app.py").write_text(LINES.replace("line 5\n", "side\n"))
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "app.py").write_text(LINES.replace("line 5\n", "main\n"))
+    git(repo, "commit", "-qam", "main")
+    args = ["merge", "side"] if operation == "merge" else ["rebase", "side"]
+    with pytest.raises(subprocess.CalledProcessError):  # git stops on the conflict
+        git(repo, *args)
+    before = tree_snapshot(repo)
+    proc = run_cli("apply", "--install", repo, "--patches", patches)
+    assert proc.returncode == 2
+    assert f"middle of a {operation}" in proc.stderr or "unmerged paths" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert tree_snapshot(repo) == before
+
+
+def test_unknown_ref_for_check(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    proc = run_cli("check", "--install", repo, "--patches", patches, "--ref", "v9.9.9")
+    assert proc.returncode == 2 and "'v9.9.9' is not a commit here" in proc.stderr
