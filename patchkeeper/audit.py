@@ -197,6 +197,11 @@ class Execution:
         """No start recorded and no longer just claimed (a young claim is simply in flight)."""
         return not self.started and self.status != "claimed"
 
+    @property
+    def refused(self) -> bool:
+        """A designed refusal before start: another owner had the occurrence, not a failure."""
+        return self.never_started and classify_loss(self.error) is LossKind.REFUSAL
+
 
 @dataclass(frozen=True)
 class Ledger:
@@ -410,8 +415,14 @@ def latest_by_job(executions: Iterable[Execution]) -> dict[str, Execution]:
 def find_green_but_failing(
     executions: Iterable[Execution], jobs: Mapping[str, Job]
 ) -> list[GreenButFailing]:
+    """Healthy-looking jobs whose latest attempt failed or never started.
+
+    Designed refusals are not attempts of the job (another owner had the occurrence), so they
+    neither count as the latest execution nor hide a real failure before them.
+    """
+    attempts = (execution for execution in executions if not execution.refused)
     found: list[GreenButFailing] = []
-    for job_id, execution in sorted(latest_by_job(executions).items()):
+    for job_id, execution in sorted(latest_by_job(attempts).items()):
         job = jobs.get(job_id)
         failing = execution.status == "failed" or execution.never_started
         if job is None or not job.dashboard_healthy or not failing:
