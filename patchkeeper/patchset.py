@@ -116,7 +116,7 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
         if options not in ([], ["-p1"]):
             problems.append(Problem(path, number, f"unsupported option {' '.join(options)!r}"))
         entry = name.rstrip("/")
-        unsafe = _unsafe_path(entry)
+        unsafe = unsafe_path(entry)
         if unsafe:
             problems.append(Problem(path, number, f"{entry!r}: {unsafe}"))
         elif entry in seen:
@@ -155,7 +155,7 @@ def _decode(path: Path, data: bytes) -> tuple[str, Problem | None]:
         return "", Problem(path, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x})")
 
 
-def _unsafe_path(path: str) -> str | None:
+def unsafe_path(path: str) -> str | None:
     """Why PATH may not be written by a patch, or None when it is a safe relative path."""
     if not path or path == "/dev/null":
         return None if path == "/dev/null" else "empty path"
@@ -249,7 +249,7 @@ def _diff_paths(path: Path, body: list[str], first_line: int) -> tuple[list[str]
             paths.append((offset, match.group(1)))
     touched: list[str] = []
     for offset, target in paths:
-        unsafe = _unsafe_path(target.strip('"'))
+        unsafe = unsafe_path(target.strip('"'))
         if unsafe:
             problems.append(Problem(path, first_line + offset, f"{target!r}: {unsafe}"))
     for patched in parsed:

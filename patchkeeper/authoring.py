@@ -1,0 +1,132 @@
+"""Write patch files from the work tree: `record` a new fix, `refresh` one after a manual fix.
+
+The diff is taken between "HEAD plus the patches before it" and "the work tree minus the
+patches after it", over the patch's own paths, so other patches' lines never leak into it.
+The patch is then recorded as applied: the work tree already holds it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from pathlib import Path
+
+from patchkeeper.errors import UserError
+from patchkeeper.install import Install
+from patchkeeper.patchset import PatchSet, parse_patch_file, unsafe_path
+from patchkeeper.scratch import scratch_index, tree_diff
+from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
+from patchkeeper.version import VersionInfo
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def minor_series(version: VersionInfo) -> str | None:
+    """`>=0.21,<0.22` for 0.21.5: the default Applies-To of a new patch."""
+    if version.version is None:
+        return None
+    major, minor = (*version.version.release, 0)[:2]
+    return f">={major}.{minor},<{major}.{minor + 1}"
+
+
+def _diff_for(install: Install, patch_set: PatchSet, name: str, paths: list[str]) -> bytes:
+    records = load_applied(install.state_dir)
+    order = [p.name for p in patch_set.patches]
+    position = order.index(name) if name in order else len(order)
+    before = [n for n in order[:position] if n in records]
+    after = [n for n in order[position + 1 :] if n in records]
+    with scratch_index(install.path) as index:
+        index.load_ref("HEAD", paths)
+        for other in before:
+            index.apply(written_diff(install.state_dir, records[other]))
+        base = index.write_tree()
+        index.load_worktree(paths)
+        for other in reversed(after):
+            index.apply(written_diff(install.state_dir, records[other]), "--reverse")
+        return tree_diff(install.path, base, index.write_tree())
+
+
+def _record_applied(install: Install, name: str, variant: str, text: bytes, diff: bytes) -> None:
+    records = load_applied(install.state_dir)
+    records[name] = AppliedRecord(
+        name=name,
+        variant=variant,
+        sha256=hashlib.sha256(text).hexdigest(),
+        base=install.head() or "",
+        outcome="recorded",
+        applied_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )
+    save_applied(install.state_dir, records, {name: diff})
+
+
+def record_patch(
+    install: Install,
+    patch_set: PatchSet,
+    version: VersionInfo,
+    name: str,
+    paths: tuple[str, ...],
+    description: str,
+) -> Path:
+    if not _NAME_RE.match(name) or name.endswith((".patch", ".diff")):
+        raise UserError(f"{name!r}: a patch name is letters, digits, '.', '_' or '-', no suffix")
+    target = patch_set.root / f"{name}.patch"
+    if patch_set.by_name(name) or target.exists():
+        raise UserError(f"{target}: a patch named {name!r} exists already (use refresh)")
+    for path in paths:
+        if reason := unsafe_path(path):
+            raise UserError(f"{path!r}: {reason}")
+    diff = _diff_for(install, patch_set, name, list(paths))
+    if not diff:
+        raise UserError(f"{install.path}: no changes to {', '.join(paths)} against HEAD")
+    header = [
+        f"Description: {description}",
+        "Origin: vendor",
+        "Forwarded: no",
+        f"Last-Update: {dt.date.today().isoformat()}",
+        f"Base: {install.head()}",
+    ]
+    if applies := minor_series(version):
+        header.append(f"Applies-To: {applies}")
+    text = ("\n".join(header) + "\n---\n").encode() + diff
+    target.write_bytes(text)
+    series = patch_set.root / "series"
+    existing = series.read_bytes()
+    separator = b"" if existing.endswith(b"\n") or not existing else b"\n"
+    series.write_bytes(existing + separator + f"{name}.patch\n".encode())
+    _record_applied(install, name, target.name, text, diff)
+    return target
+
+
+def _updated_header(text: str, head: str) -> str:
+    """The header with Base and Last-Update set anew; everything else kept as written."""
+    lines = [
+        line for line in text.splitlines() if not line.lower().startswith(("base:", "last-update:"))
+    ]
+    today = dt.date.today().isoformat()
+    return "\n".join([*lines, f"Last-Update: {today}", f"Base: {head}"]) + "\n"
+
+
+def refresh_patch(install: Install, patch_set: PatchSet, version: VersionInfo, name: str) -> Path:
+    patch = patch_set.by_name(name)
+    if patch is None:
+        raise UserError(f"{patch_set.root / 'series'}: no patch named {name!r}")
+    variant = patch.select(version.version)
+    if variant is None:
+        raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
+    diff = _diff_for(install, patch_set, name, list(variant.files))
+    if not diff:
+        raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
+    original = variant.path.read_text(encoding="utf-8")
+    start = original.find("\ndiff --git ")
+    header = original[: start + 1] if start >= 0 else ""
+    header = re.sub(r"\n---\n(?:.*\n)*$", "\n", header) if "\n---\n" in header else header
+    text = (_updated_header(header, install.head() or "") + "---\n").encode() + diff
+    variant.path.write_bytes(text)
+    parsed, problems = parse_patch_file(variant.path)
+    if problems or parsed is None:
+        variant.path.write_text(original, encoding="utf-8")
+        raise UserError(f"{problems[0] if problems else variant.path}: refresh undone")
+    relative = str(variant.path.relative_to(patch_set.root))
+    _record_applied(install, name, relative, text, diff)
+    return variant.path

@@ -1,0 +1,36 @@
+"""`patchkeeper refresh NAME`: rewrite a patch from the work tree after a manual conflict fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchkeeper.authoring import refresh_patch
+from patchkeeper.commands.apply import wait_option
+from patchkeeper.commands.common import install_option, open_workspace, patches_option
+from patchkeeper.install import install_version
+from patchkeeper.lock import install_lock
+
+
+@click.command("refresh")
+@click.argument("name")
+@install_option
+@patches_option
+@wait_option
+def command(name: str, install_path: Path | None, patches_dir: Path | None, wait: float) -> int:
+    """Rewrite patch NAME (the variant for the current version) from the work tree.
+
+    Typical use: `apply` reported a conflict; edit the files by hand until the fix is right
+    on the new upstream, then refresh. The header is kept; Base and Last-Update are renewed.
+
+    \b
+    Example:
+      patchkeeper refresh schema-once
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    with install_lock(workspace.install.state_dir, "refresh", wait):
+        version = install_version(workspace.install, workspace.settings)
+        written = refresh_patch(workspace.install, workspace.patch_set, version, name)
+    click.echo(f"refreshed {written}")
+    return 0

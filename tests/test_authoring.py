@@ -1,0 +1,81 @@
+"""`record` and `refresh`: patch files written from the work tree, other patches kept out."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from tests.helpers import (
+    commit_files,
+    diff_of,
+    make_repo,
+    outcomes,
+    patch_text,
+    run_cli,
+    run_json,
+    write_patch_set,
+)
+
+LINES = "".join(f"line {n}\n" for n in range(1, 41))
+
+
+def test_record_captures_only_the_users_change(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v0.21.5")
+    existing = patch_text(diff_of(repo, {"app.py": LINES.replace("line 5\n", "line 5 a\n")}))
+    patches = write_patch_set(tmp_path / "ps", {"a.patch": existing})
+    assert run_cli("apply", "--install", repo, "--patches", patches).returncode == 0
+    app = repo / "app.py"
+    app.write_text(app.read_text().replace("line 30\n", "line 30 new fix\n"))
+    (repo / "added.py").write_text("NEW = True\n")
+
+    proc = run_cli(
+        "record", "new-fix", "--path", "app.py", "--path", "added.py", "-m", "Fix thirty",
+        "--install", repo, "--patches", patches,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    text = (patches / "new-fix.patch").read_text()
+    assert "Description: Fix thirty\n" in text
+    assert "Applies-To: >=0.21,<0.22\n" in text
+    assert f"Last-Update: {dt.date.today().isoformat()}\n" in text
+    assert "+line 30 new fix" in text and "+NEW = True" in text
+    assert "line 5 a" not in text  # patch a's line belongs to patch a
+    assert (patches / "series").read_text().splitlines() == ["a.patch", "new-fix.patch"]
+    code, doc = run_json("status", "--install", repo, "--patches", patches)
+    assert (code, outcomes(doc)) == (0, {"a": "already-applied", "new-fix": "already-applied"})
+    assert run_cli("lint", "--patches", patches).returncode == 0
+
+
+def test_record_refuses_an_existing_name_and_no_changes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    patches = write_patch_set(
+        tmp_path / "ps", {"a.patch": patch_text(diff_of(repo, {"app.py": LINES + "x\n"}))}
+    )
+    args = ("--install", repo, "--patches", patches, "--path", "app.py", "-m", "m")
+    proc = run_cli("record", "a", *args)
+    assert proc.returncode == 2 and "exists already" in proc.stderr
+    proc = run_cli("record", "b", *args)
+    assert proc.returncode == 2 and "no changes to app.py" in proc.stderr
+    assert not (patches / "b.patch").exists()
+
+
+def test_refresh_after_a_manual_conflict_fix(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    fix = patch_text(
+        diff_of(repo, {"app.py": LINES.replace("line 10\n", "line 10 fixed\n")}),
+        bug="https://example.invalid/1",
+    )
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": fix})
+    moved = LINES.replace("line 10\n", "line 10 upstream\n")
+    commit_files(repo, {"app.py": moved}, "upstream moved", tag="v1.1.0")
+    assert run_cli("apply", "--install", repo, "--patches", patches).returncode == 3
+    (repo / "app.py").write_text(moved.replace("line 10 upstream\n", "line 10 fixed again\n"))
+
+    proc = run_cli("refresh", "fix", "--install", repo, "--patches", patches)
+    assert proc.returncode == 0, proc.stderr
+    text = (patches / "fix.patch").read_text()
+    assert "Bug: https://example.invalid/1" in text
+    assert "-line 10 upstream\n+line 10 fixed again\n" in text
+    code, doc = run_json("status", "--install", repo, "--patches", patches)
+    assert (code, outcomes(doc)) == (0, {"fix": "already-applied"})
+    assert run_cli("unapply", "--install", repo, "--patches", patches).returncode == 0
+    assert (repo / "app.py").read_text() == moved
