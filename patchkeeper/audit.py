@@ -65,8 +65,8 @@ class LossKind(StrEnum):
     """Why an execution never started."""
 
     LOCKED = "locked"  # the #135487 loss: the worker could not adopt its claim in time
-    REFUSAL = "refusal"  # a designed refusal (claim rejected / lost): not an anomaly
     OTHER = "other"  # anything else: unexplained, so an anomaly
+    REFUSAL = "refusal"  # a designed refusal (claim rejected / lost): not an anomaly
 
 
 # --- result model ---------------------------------------------------------------------------
@@ -125,6 +125,7 @@ class DayCount:
     executions: int
     failed: int
     never_started: int
+    locked: int  # never started because the ledger was locked (the #135487 loss)
 
 
 @dataclass(frozen=True)
@@ -477,7 +478,7 @@ def count_per_day(
     """Counts for the last `days` days (today included) in `zone`, oldest first."""
     today = now.astimezone(zone).date()
     window = [today - timedelta(days=offset) for offset in range(days - 1, -1, -1)]
-    totals = {day: [0, 0, 0] for day in window}
+    totals = {day: [0, 0, 0, 0] for day in window}
     for execution in executions:
         counts = totals.get(execution.claimed_at.astimezone(zone).date())
         if counts is None:
@@ -485,6 +486,7 @@ def count_per_day(
         counts[0] += 1
         counts[1] += execution.status == "failed"
         counts[2] += execution.never_started
+        counts[3] += execution.never_started and classify_loss(execution.error) is LossKind.LOCKED
     return [DayCount(day, *totals[day]) for day in window]
 
 

@@ -23,6 +23,7 @@ _KIND_TITLES = {
     LossKind.REFUSAL: "designed refusals (claim rejected/lost; not anomalies)",
 }
 _ERROR_WIDTH = 100
+_DAY_COLUMNS = ("executions", "failed", "never started", "of which locked")
 
 
 # --- JSON -----------------------------------------------------------------------------------
@@ -55,6 +56,7 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
                 "executions": count.executions,
                 "failed": count.failed,
                 "never_started": count.never_started,
+                "locked": count.locked,
             }
             for count in result.per_day
         ],
@@ -169,9 +171,12 @@ def _green_text(result: AuditResult) -> str:
         streak = "absent" if item.failure_streak is None else item.failure_streak
         outcome = "failed" if item.started else f"{item.execution_status} before start"
         lines.append(
-            f"  {_job(item.job_id, item.job_name)}: last_status={item.last_status}, "
-            f"failure_streak {streak}; latest execution {item.execution_id[:12]} "
-            f"({_when(item.claimed_at, result.day_zone)}) {outcome}"
+            f"  {_job(item.job_id, item.job_name)}: "
+            f"jobs.json has last_status={item.last_status}, failure_streak {streak}"
+        )
+        lines.append(
+            f"      latest execution {item.execution_id[:12]} "
+            f"({_when(item.claimed_at, result.day_zone)}): {outcome}"
         )
         lines.append(f"      error: {_short(item.error)}")
     return "\n".join(lines)
@@ -199,12 +204,13 @@ def _per_day_text(result: AuditResult) -> str:
     title = f"Per day, last {result.days} days (by claim time, {zone})"
     if Check.PER_DAY not in result.checked:
         return f"{title}: not checked"
-    lines = [title, f"  {'day':<10}  {'executions':>10}  {'failed':>6}  {'never started':>13}"]
-    lines.extend(
-        f"  {count.day.isoformat():<10}  {count.executions:>10}  {count.failed:>6}  "
-        f"{count.never_started:>13}"
-        for count in result.per_day
-    )
+    lines = [title, f"  {'day':<10}" + "".join(f"  {name}" for name in _DAY_COLUMNS)]
+    for count in result.per_day:
+        cells = (count.executions, count.failed, count.never_started, count.locked)
+        row = "".join(
+            f"  {cell:>{len(name)}}" for cell, name in zip(cells, _DAY_COLUMNS, strict=True)
+        )
+        lines.append(f"  {count.day.isoformat():<10}{row}")
     return "\n".join(lines)
 
 
