@@ -236,12 +236,14 @@ def test_per_day_counts_window_and_order(home: Path) -> None:
         execution("a", "failed", NOW - timedelta(days=9), error=LOCKED_ERROR),
     )
     result = run_audit(home, days=3)
-    assert [
-        (d.day.isoformat(), d.executions, d.failed, d.never_started) for d in result.per_day
-    ] == [
-        ("2026-11-04", 1, 1, 1),
-        ("2026-11-05", 2, 1, 0),
-        ("2026-11-06", 0, 0, 0),
+    rows = [
+        (d.day.isoformat(), d.executions, d.failed, d.never_started, d.locked)
+        for d in result.per_day
+    ]
+    assert rows == [
+        ("2026-11-04", 1, 1, 1, 1),
+        ("2026-11-05", 2, 1, 0, 0),
+        ("2026-11-06", 0, 0, 0, 0),
     ]
 
 
