@@ -199,9 +199,9 @@ class Execution:
         return not self.started and self.status != "claimed"
 
     @property
-    def refused(self) -> bool:
-        """A designed refusal before start: another owner had the occurrence, not a failure."""
-        return self.never_started and classify_loss(self.error) is LossKind.REFUSAL
+    def loss(self) -> LossKind | None:
+        """Why it never started; None when it started (or is still just claimed)."""
+        return classify_loss(self.error) if self.never_started else None
 
 
 @dataclass(frozen=True)
@@ -371,9 +371,8 @@ def find_never_started(
 ) -> list[NeverStartedGroup]:
     groups: dict[tuple[str, str, LossKind], list[Execution]] = defaultdict(list)
     for execution in executions:
-        if execution.never_started:
-            key = (execution.job_id, execution.status, classify_loss(execution.error))
-            groups[key].append(execution)
+        if execution.loss is not None:
+            groups[(execution.job_id, execution.status, execution.loss)].append(execution)
     found = [_group(key, members, jobs) for key, members in groups.items()]
     return sorted(found, key=lambda group: (group.kind, -group.count, group.job_id, group.status))
 
@@ -421,7 +420,7 @@ def find_green_but_failing(
     Designed refusals are not attempts of the job (another owner had the occurrence), so they
     neither count as the latest execution nor hide a real failure before them.
     """
-    attempts = (execution for execution in executions if not execution.refused)
+    attempts = (execution for execution in executions if execution.loss is not LossKind.REFUSAL)
     found: list[GreenButFailing] = []
     for job_id, execution in sorted(latest_by_job(attempts).items()):
         job = jobs.get(job_id)
@@ -486,7 +485,7 @@ def count_per_day(
         counts[0] += 1
         counts[1] += execution.status == "failed"
         counts[2] += execution.never_started
-        counts[3] += execution.never_started and classify_loss(execution.error) is LossKind.LOCKED
+        counts[3] += execution.loss is LossKind.LOCKED
     return [DayCount(day, *totals[day]) for day in window]
 
 

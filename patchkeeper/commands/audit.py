@@ -24,7 +24,7 @@ class Duration(click.ParamType):
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> timedelta:
-        if isinstance(value, timedelta):
+        if isinstance(value, timedelta):  # click may pass an already converted value
             return value
         text = str(value).strip().lower()
         parts = _DURATION_PART.findall(text)
