@@ -145,7 +145,7 @@ class AuditResult:
     stuck_after: timedelta
     days: int
     day_zone: tzinfo
-    executions_read: int
+    executions_read: int | None  # None: the ledger could not be read
     jobs_read: int | None  # None: no jobs file
     checked: tuple[Check, ...]
     never_started: tuple[NeverStartedGroup, ...]
@@ -524,7 +524,7 @@ def audit(
         stuck_after=stuck_after,
         days=days,
         day_zone=zone,
-        executions_read=ledger.rows if ledger else 0,
+        executions_read=ledger.rows if ledger else None,
         jobs_read=None if jobs is None else len(jobs),
         checked=tuple(runnable),
         never_started=tuple(

@@ -126,10 +126,11 @@ def render_text(result: AuditResult) -> str:
 
 def _header(result: AuditResult) -> str:
     jobs = "missing" if result.jobs_read is None else f"{result.jobs_read} jobs"
+    read = "not read" if result.executions_read is None else f"{result.executions_read} executions"
     return "\n".join(
         [
             f"Audit of {result.home}",
-            f"  ledger  {result.ledger} ({result.executions_read} executions)",
+            f"  ledger  {result.ledger} ({read})",
             f"  jobs    {result.jobs_file} ({jobs})",
             f"  times in {zone_label(result.day_zone, result.now)}; "
             f"stuck = claimed/running for more than {human_duration(result.stuck_after)}",

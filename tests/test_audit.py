@@ -446,6 +446,7 @@ def test_locked_journal_ledger_answers_could_not_check_promptly(home: Path) -> N
     [item] = result.unchecked
     assert "database is locked" in item.reason
     assert result.checked == ()
+    assert result.executions_read is None
     assert result.exit_code == exitcodes.ATTENTION
 
 
