@@ -1,0 +1,224 @@
+"""The sandbox: a practice upstream shaped like Hermes Agent, in real git repositories.
+
+It is built from source data shipped beside this module, written for patchkeeper (never
+copied from upstream):
+
+    upstream/            the first release (v0.21.5), file by file
+    releases/TAG.diff    every later release as a diff on the one before; the text above
+                         the first `diff --git` line is the release's commit message
+    patchset/            the practice patch set: series, patches, smoke check, defaults
+
+Commits are made with plumbing in a bare repository (no work tree, no checkout), with fixed
+names and dates, so every build yields the same commit shas: the patches' `Base:` fields
+name them. What each release does to the practice patches:
+
+    v0.21.5  the base: both patches apply cleanly
+    v0.22.0  code moved: both apply with an offset
+    v0.22.2  `_initialize_schema` renamed: schema-once's first variant conflicts
+    v0.23.0  upstream ships the adoption retry (upstream-has-it); schema-once's second
+             variant applies
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchkeeper import git
+from patchkeeper.config import CONFIG_NAME
+from patchkeeper.errors import UserError
+
+TAGS = ("v0.21.5", "v0.22.0", "v0.22.2", "v0.23.0")
+RELEASE_DATES = {  # commit and tag dates: part of what makes the shas reproducible
+    "v0.21.5": "2026-09-01T12:00:00+00:00",
+    "v0.22.0": "2026-09-15T12:00:00+00:00",
+    "v0.22.2": "2026-09-22T12:00:00+00:00",
+    "v0.23.0": "2026-10-06T12:00:00+00:00",
+}
+DATA = Path(__file__).resolve().parent
+UPSTREAM_TREE = DATA / "upstream"
+RELEASES = DATA / "releases"
+PATCHSET = DATA / "patchset"
+EXECUTABLES = frozenset({"hermes"})
+_SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc")
+_UPSTREAM = ("Hermes Practice Upstream", "upstream@sandbox.invalid")
+# `hermes update` stashes local changes, and `git stash` needs an identity. The install gets
+# this one in its own .git/config, so the sandbox works where git has no global identity.
+OPERATOR = ("Sandbox Operator", "operator@sandbox.invalid")
+# Keep the operator's git config out of the builder: a global commit.gpgsign, hook path or
+# autocrlf would change (or break) the commits.
+_ISOLATED = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The folders of one sandbox; `root` holds them all and nothing else."""
+
+    root: Path
+    origin: Path  # bare repository: the upstream, all release tags, main at the newest release
+    install: Path  # shallow clone of origin's main, like the real installer makes
+    home: Path  # HERMES_HOME for everything run in the sandbox
+    patches: Path  # the practice patch set, with a patchkeeper.toml for this sandbox
+
+    @property
+    def config(self) -> Path:
+        return self.patches / CONFIG_NAME
+
+    def publish(self, tag: str) -> None:
+        """Release TAG upstream: move origin's main to it (a later `hermes update` gets it)."""
+        _known_tag(tag)
+        _git(["update-ref", "refs/heads/main", f"refs/tags/{tag}^{{commit}}"], self.origin)
+
+    def fetch_tags(self) -> None:
+        """Fetch every release tag into the install (for `check --ref TAG`).
+
+        `hermes update` fetches only the branch, so a shallow install knows no later tags.
+        """
+        _git(["fetch", "-q", "--tags", "origin"], self.install)
+
+    def hermes_env(self) -> dict[str, str]:
+        """The environment to run the install's code in: HERMES_HOME is this sandbox's home.
+
+        The sandbox falls back to `home/` only when HERMES_HOME is unset; an operator who has
+        it set must never see a practice run write into their real state.
+        """
+        return {**os.environ, "HERMES_HOME": str(self.home)}
+
+    def write_config(self) -> None:
+        """(Re)write patches/patchkeeper.toml with this sandbox's absolute paths."""
+        # A JSON string is a valid TOML basic string, quotes and backslashes escaped alike.
+        self.config.write_text(
+            "# Written by patchkeeper's sandbox builder for this sandbox only.\n"
+            "[install]\n"
+            f"path = {json.dumps(str(self.install))}\n"
+            f"python = {json.dumps(sys.executable)}\n"
+            "\n"
+            "[update]\n"
+            'command = ["./hermes", "update", "--yes"]\n',
+            encoding="utf-8",
+        )
+
+
+def sandbox_at(root: Path) -> Sandbox:
+    root = root.resolve()
+    return Sandbox(
+        root=root,
+        origin=root / "origin.git",
+        install=root / "hermes-agent",
+        home=root / "home",
+        patches=root / "patches",
+    )
+
+
+def build_sandbox(root: Path, *, install_tag: str = "v0.21.5") -> Sandbox:
+    """Build a sandbox in ROOT (new or empty); the install starts at INSTALL_TAG.
+
+    Needs no network: origin is a local bare repository, cloned over file://.
+    """
+    _known_tag(install_tag)
+    if root.exists() and any(root.iterdir()):
+        raise UserError(f"{root}: not empty; a sandbox needs an empty or new folder")
+    sandbox = sandbox_at(root)
+    sandbox.root.mkdir(parents=True, exist_ok=True)
+    _build_origin(sandbox.origin)
+    sandbox.publish(install_tag)
+    _clone_install(sandbox)
+    sandbox.home.mkdir()
+    shutil.copytree(PATCHSET, sandbox.patches, ignore=_SKIPPED)
+    sandbox.write_config()
+    return sandbox
+
+
+def open_copied_sandbox(root: Path) -> Sandbox:
+    """The sandbox copied to ROOT, made independent of the one it was copied from.
+
+    A copy still names the original's origin (the install's remote URL) and paths (the
+    generated patchkeeper.toml); both are pointed at the copy here.
+    """
+    sandbox = sandbox_at(root)
+    if not (sandbox.install / ".git").is_dir() or not sandbox.origin.is_dir():
+        raise UserError(f"{root}: not a sandbox (no hermes-agent/ and origin.git/)")
+    _git(["remote", "set-url", "origin", sandbox.origin.as_uri()], sandbox.install)
+    sandbox.write_config()
+    return sandbox
+
+
+def _known_tag(tag: str) -> None:
+    if tag not in TAGS:
+        raise UserError(f"{tag!r} is not a sandbox release; choose one of {', '.join(TAGS)}")
+
+
+def _git(
+    args: list[str], cwd: Path, *, env: dict[str, str] | None = None, stdin: bytes | None = None
+) -> str:
+    return git.out(args, cwd, env={**_ISOLATED, **(env or {})}, stdin=stdin)
+
+
+def _identity(who: tuple[str, str], date: str) -> dict[str, str]:
+    name, email = who
+    env = {}
+    for role in ("AUTHOR", "COMMITTER"):
+        env.update({f"GIT_{role}_NAME": name, f"GIT_{role}_EMAIL": email, f"GIT_{role}_DATE": date})
+    return env
+
+
+# ---------------------------------------------------------------- origin
+
+
+def _build_origin(origin: Path) -> None:
+    _git(["init", "-q", "--bare", "-b", "main", str(origin)], origin.parent)
+    parent = None
+    with tempfile.TemporaryDirectory(prefix="sandbox-index-") as scratch:
+        index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        for tag in TAGS:
+            env = {**index, **_identity(_UPSTREAM, RELEASE_DATES[tag])}
+            if parent is None:
+                message = _stage_tree(origin, UPSTREAM_TREE, env)
+            else:
+                message = _stage_release(origin, RELEASES / f"{tag}.diff", env)
+            tree = _git(["write-tree"], origin, env=env)
+            parents = ["-p", parent] if parent else []
+            commit = _git(["commit-tree", tree, *parents], origin, env=env, stdin=message.encode())
+            _git(["tag", "-a", "-m", f"Hermes Agent {tag}", tag, commit], origin, env=env)
+            parent = commit
+
+
+def _stage_tree(origin: Path, folder: Path, env: dict[str, str]) -> str:
+    """Put every file under FOLDER into the index; the first release's commit message."""
+    files = sorted(
+        path.relative_to(folder).as_posix()
+        for path in folder.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    )
+    paths = "".join(f"{folder / name}\n" for name in files).encode()
+    blobs = _git(["hash-object", "-w", "--stdin-paths"], origin, env=env, stdin=paths).split()
+    entries = "".join(
+        f"{'100755' if name in EXECUTABLES else '100644'} {blob}\t{name}\n"
+        for name, blob in zip(files, blobs, strict=True)
+    )
+    _git(["update-index", "--add", "--index-info"], origin, env=env, stdin=entries.encode())
+    return f"Hermes Agent {TAGS[0]}\n"
+
+
+def _stage_release(origin: Path, diff_file: Path, env: dict[str, str]) -> str:
+    """Apply one release diff to the index (which holds the release before it)."""
+    data = diff_file.read_bytes()
+    _git(["apply", "--cached"], origin, env=env, stdin=data)
+    return data[: data.index(b"diff --git ")].decode("utf-8").strip() + "\n"
+
+
+# ---------------------------------------------------------------- install
+
+
+def _clone_install(sandbox: Sandbox) -> None:
+    """A shallow clone over file:// (a plain path would ignore --depth), branch main."""
+    uri, target = sandbox.origin.as_uri(), str(sandbox.install)
+    _git(["clone", "-q", "--depth=1", "--branch=main", uri, target], sandbox.root)
+    name, email = OPERATOR
+    _git(["config", "user.name", name], sandbox.install)
+    _git(["config", "user.email", email], sandbox.install)

@@ -1,0 +1,1 @@
+"""Cron: scheduled jobs, their execution ledger and the external worker."""

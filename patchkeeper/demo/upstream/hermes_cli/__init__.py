@@ -1,0 +1,1 @@
+"""Hermes Agent's command line."""
