@@ -16,6 +16,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from patchkeeper import outcomes as oc
+from patchkeeper.git import GitError
 from patchkeeper.outcomes import HunkConflict, HunkOffset, PatchResult
 from patchkeeper.patchset import Patch, PatchFile, PatchSet, spec_contains
 from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
@@ -215,17 +216,14 @@ def _classify_patch(
     upstream_has: Callable[[PatchFile], bool] | None,
 ) -> PatchResult:
     result = PatchResult(patch.name, oc.NOT_APPLICABLE)
-    record = recorded.get(patch.name)
     before = index.write_tree()
+    record = _live_record(index, result, recorded.get(patch.name))
+    if result.outcome == oc.DRIFTED:
+        return result
+    if record is not None and variant is not None and record.sha256 == variant.sha256:
+        result.outcome = oc.ALREADY_APPLIED
+        return result
     if record is not None:
-        result.recorded = True
-        if index.apply(record.diff, "--check", "--reverse").returncode != 0:
-            result.outcome = oc.DRIFTED
-            result.detail = "applied by patchkeeper, then changed by hand"
-            return result
-        if variant is not None and record.sha256 == variant.sha256:
-            result.outcome = oc.ALREADY_APPLIED
-            return result
         index.apply(record.diff, "--reverse")  # stale: take out what was written before
         result.notes.append(
             "patch file changed since it was applied: re-applying"
@@ -247,10 +245,35 @@ def _classify_patch(
             result.detail = "its changes are already upstream: the patch can be retired"
         elif result.outcome == oc.ALREADY_APPLIED:
             result.detail = "present in the work tree but not recorded by patchkeeper"
+    if result.outcome in oc.FAILED and record is not None:
+        index.read_tree(before)  # keep the version written earlier rather than nothing
+        result.notes.append("the version applied earlier stays in place")
     after = index.write_tree()
     if after != before:
         result.diff = tree_diff(index.repo, before, after)
     return result
+
+
+def _live_record(
+    index: ScratchIndex, result: PatchResult, record: Recorded | None
+) -> Recorded | None:
+    """The record of what patchkeeper wrote, if that is still in the tree.
+
+    Wholly gone (a stash or a reset took it): None, and the patch is tried afresh. Partly
+    changed: the outcome becomes `drifted` and nothing is tried.
+    """
+    if record is None:
+        return None
+    result.recorded = True
+    if index.apply(record.diff, "--check", "--reverse").returncode == 0:
+        return record
+    if index.apply(record.diff, "--check").returncode == 0:
+        result.recorded = False
+        result.notes.append("patchkeeper wrote it earlier, but it is gone from the tree")
+        return None
+    result.outcome = oc.DRIFTED
+    result.detail = "applied by patchkeeper, then changed by hand"
+    return record
 
 
 def _hold_back_dependents(
@@ -283,8 +306,8 @@ def _hold_back_dependents(
     if held:
         index.read_tree(start)
         for result in results:
-            if result.diff is not None:
-                index.apply(result.diff)
+            if result.diff is not None and index.apply(result.diff).returncode != 0:
+                raise GitError(f"internal: {result.name} no longer applies after a hold-back")
 
 
 def present_in_ref(repo: Path, ref: str, variant: PatchFile) -> bool:

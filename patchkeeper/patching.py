@@ -96,8 +96,8 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
     for result in classification.results:
         variant = patch_set.by_name(result.name)
         selected = variant.select(version.version) if variant else None
-        if result.diff is not None and result.outcome not in oc.WRITES:
-            records.pop(result.name, None)  # a stale record whose content was taken out
+        if not result.recorded or (result.diff is not None and result.outcome not in oc.WRITES):
+            records.pop(result.name, None)  # its content is gone, or was taken out just now
         if result.outcome in oc.WRITES and selected and result.diff is not None:
             new_diffs[result.name] = result.diff
         elif result.outcome == oc.ALREADY_APPLIED and not result.recorded and selected:
@@ -118,8 +118,14 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
 
 
 def worktree_status(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
-    version, classification, _ = classify_worktree(install, settings, patch_set)
-    return TreeReport(install, install.head(), version, classification.results)
+    version, classification, records = classify_worktree(install, settings, patch_set)
+    report = TreeReport(install, install.head(), version, classification.results)
+    for name in sorted(set(records) - {p.name for p in patch_set.patches}):
+        report.notes.append(
+            f"{name}: written by patchkeeper but no longer in the series; "
+            f"`patchkeeper unapply {name}` removes it"
+        )
+    return report
 
 
 def unapply_patches(

@@ -40,7 +40,11 @@ class ScratchIndex:
         present = [p for p in sorted(set(paths)) if (self.repo / p).is_file()]
         if not present:
             return
-        shas = self._git(["hash-object", "-w", "--stdin-paths"], stdin="\n".join(present).encode())
+        # Raw bytes (no clean filters): the combined diff is applied to these very bytes.
+        shas = self._git(
+            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
+            stdin="\n".join(present).encode(),
+        )
         entries = []
         for path, sha in zip(present, shas.stdout.decode().split(), strict=True):
             executable = os.stat(self.repo / path).st_mode & stat.S_IXUSR

@@ -242,3 +242,40 @@ def test_check_touches_neither_work_tree_nor_head(repo: Path, tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     assert "applied" in proc.stdout
     assert tree_snapshot(repo) == before and git(repo, "rev-parse", "HEAD") == head
+
+
+def test_a_changed_patch_that_conflicts_keeps_the_old_version(repo: Path, tmp_path: Path) -> None:
+    clashing = fix(repo, "line 11\n", "line 11 other\n")  # its context needs the old line 10
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": fix(repo)})
+    assert run_cli("apply", "--install", repo, "--patches", patches).returncode == 0
+    (patches / "fix.patch").write_text(clashing.replace(" line 10\n", " line 10 elsewhere\n"))
+    code, doc = run_json("apply", "--install", repo, "--patches", patches)
+    assert (code, outcomes(doc)) == (3, {"fix": "conflict"})
+    assert any("stays in place" in note for note in doc["patches"][0]["notes"])
+    assert "line 10 fixed" in (repo / "app.py").read_text()
+
+
+def test_status_names_a_stash_holding_a_patch(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": fix(repo)})
+    assert run_cli("apply", "--install", repo, "--patches", patches).returncode == 0
+    git(repo, "stash", "push", "--include-untracked", "-m", "hermes-update-autostash-20261129")
+    code, doc = run_json("status", "--install", repo, "--patches", patches)
+    assert code == 5
+    assert doc["patches"][0]["outcome"] == "applied"  # pending again, not "drifted"
+    notes = doc["patches"][0]["notes"]
+    assert any("stash@{0} (On main: hermes-update-autostash-20261129)" in n for n in notes)
+
+
+def test_status_notes_a_recorded_patch_that_left_the_series(repo: Path, tmp_path: Path) -> None:
+    other = patch_text(diff_of(repo, {"other.py": replace(LINES, "line 5\n", "line 5 x\n")}))
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": fix(repo), "other.patch": other})
+    assert run_cli("apply", "--install", repo, "--patches", patches).returncode == 0
+    (patches / "series").write_text("fix.patch\n")
+    (patches / "other.patch").unlink()
+    code, doc = run_json("status", "--install", repo, "--patches", patches)
+    assert code == 5
+    assert any(
+        "other: written by patchkeeper but no longer in the series" in n for n in doc["notes"]
+    )
+    assert run_cli("unapply", "other", "--install", repo, "--patches", patches).returncode == 0
+    assert (repo / "other.py").read_text() == LINES

@@ -52,8 +52,6 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
         emit_json("apply", code, **tree_json(report), notes=report.notes)
         return code
     render_tree(report, "apply")
-    for note in report.notes:
-        click.echo(f"note: {note}")
     written = [r.name for r in report.results if r.outcome in oc.WRITES]
     click.echo(f"wrote: {', '.join(written)}" if written else "nothing to write")
     return code

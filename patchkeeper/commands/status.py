@@ -6,29 +6,29 @@ from pathlib import Path
 
 import click
 
+from patchkeeper import exitcodes
 from patchkeeper import outcomes as oc
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.patching import TreeReport, worktree_status
+from patchkeeper.patchset import PatchSet
 from patchkeeper.report import emit_json, patch_json, patch_lines
 from patchkeeper.stashes import list_stashes, stash_holds
 from patchkeeper.verdict import tree_exit_code
 
 
-def stash_notes(report: TreeReport, workspace) -> list[str]:
+def note_stashes(report: TreeReport, patch_set: PatchSet) -> None:
     """Name the stash entries that hold the content of a patch that is not in place."""
     stashes = list_stashes(report.install.path)
-    notes = []
     for result in report.results:
-        if result.in_place or result.outcome == oc.DRIFTED:
-            continue
-        patch = workspace.patch_set.by_name(result.name)
+        patch = patch_set.by_name(result.name)
         variant = patch.select(report.version.version) if patch else None
-        for entry in stashes if variant else ():
+        if result.in_place or result.outcome == oc.DRIFTED or variant is None:
+            continue
+        for entry in stashes:
             if stash_holds(report.install.path, entry, variant):
-                note = f"{entry.selector} ({entry.message}) holds this patch's content"
-                result.notes.append(note)
-                notes.append(f"{result.name}: {note}")
-    return notes
+                result.notes.append(
+                    f"{entry.selector} ({entry.message}) holds this patch's content"
+                )
 
 
 def render_tree(report: TreeReport, title: str) -> None:
@@ -41,7 +41,9 @@ def render_tree(report: TreeReport, title: str) -> None:
         for line in patch_lines(result):
             click.echo(line)
     if not report.results:
-        click.echo("  (the patch set is empty)")
+        click.echo("  (none)")
+    for note in report.notes:
+        click.echo(f"note: {note}")
 
 
 def tree_json(report: TreeReport) -> dict:
@@ -73,13 +75,15 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     """
     workspace = open_workspace(install_path, patches_dir)
     report = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
-    stash_notes(report, workspace)
+    note_stashes(report, workspace.patch_set)
     for result in report.results:
         if result.outcome in oc.WRITES:
             result.detail = "not applied yet: what `patchkeeper apply` would do"
     code = tree_exit_code(report.results, pending_needs_attention=True)
+    if report.notes:
+        code = exitcodes.worst(code, exitcodes.ATTENTION)
     if as_json:
-        emit_json("status", code, **tree_json(report))
+        emit_json("status", code, **tree_json(report), notes=report.notes)
     else:
         render_tree(report, "status")
     return code
