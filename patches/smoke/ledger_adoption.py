@@ -1,0 +1,643 @@
+"""Smoke check: a handed-off cron execution survives a stalled ledger (Hermes #135487).
+
+Run by `patchkeeper smoke` with the install's own interpreter, cwd at the install and a fresh
+HERMES_HOME. Standard library only; Python 3.11 to 3.14. It drives the install's real code:
+
+  1 happy path     a "gateway" process creates an execution and marks its hand-off pending;
+                   a separate worker process adopts it through the worker's own path (the
+                   function `python -m cron.scheduler --external-worker-file` runs, with the
+                   job itself replaced by a probe): the row is `running` with `started_at`
+                   and the worker writes its ack.
+  2 compare-and-set  a second adoption of the same row is refused (None) at once, one call.
+  3 lock stall     a third process holds the ledger's write lock (BEGIN IMMEDIATE) for the
+                   busy timeout + 2 s; a worker that starts adopting during the stall must
+                   still adopt and ack before the gateway's deadline (grace after spawn).
+  4 error classes  adopting from a corrupt ledger raises at once, after one attempt.
+  5 schema once    20 ledger calls in one process run the schema script at most once
+                   (CREATE/ALTER statements seen by a sqlite3 trace callback).
+
+`--probe` only reads the timeout budget from the install (doctor uses it): gateway grace,
+ledger busy timeout, ack reserve and the adoption retry budget, and whether the chain holds.
+
+Prints one JSON verdict on stdout and `progress: ...` lines on stderr. A missing upstream
+function or a helper process that crashes is `error` ("could not check"), never a pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CHECK = "ledger_adoption"
+JOB_ID = "patchkeeper-smoke"
+ROLE_TIMEOUT = 60.0  # seconds any helper process may take (imports included)
+DEFAULT_BUSY_TIMEOUT = 5.0  # hermes_cli.sqlite_util's default, when the install hides it
+DEFAULT_GRACE = 30.0  # cron HANDOFF_ADOPTION_GRACE_SECONDS, when the install hides it
+DEFAULT_ACK_RESERVE = 2.0  # what the #135487 backport keeps for the ack when unstated
+STALL_MARGIN = 2.0  # the stall outlasts the busy timeout by this much (7 s for 5 s)
+AT_ONCE = 2.0  # a refusal or a hard error must come back within this many seconds
+SCHEMA_CALLS = 20
+BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_SCHEMA_RE = re.compile(r"^\s*(CREATE|ALTER)\b", re.IGNORECASE)
+REQUIRED = ("create_execution", "mark_execution_handoff_pending", "adopt_claimed_execution")
+
+
+def progress(text: str) -> None:
+    print(f"progress: {text}", file=sys.stderr, flush=True)
+
+
+def emit(document: dict[str, Any]) -> None:
+    print(json.dumps(document), flush=True)
+
+
+def ledger_file(home: Path) -> Path:
+    return home / "cron" / "executions.db"
+
+
+# ================================================================ helper roles (subprocesses)
+
+
+def _executions() -> Any:
+    """cron.executions, or SystemExit with the JSON error that says what is missing."""
+    try:
+        import cron.executions as executions
+    except Exception as exc:
+        emit({"role_error": f"cannot import cron.executions: {type(exc).__name__}: {exc}"})
+        raise SystemExit(0) from None
+    missing = [name for name in REQUIRED if not callable(getattr(executions, name, None))]
+    if missing:
+        emit({"role_error": f"cron.executions has no {missing[0]}() (upstream renamed it?)"})
+        raise SystemExit(0)
+    return executions
+
+
+def _optional(module: str, name: str) -> Any:
+    try:
+        imported = __import__(module, fromlist=[name])
+    except ImportError:
+        return None
+    return getattr(imported, name, None)
+
+
+def _error_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _busy_timeout(executions: Any) -> tuple[float, str]:
+    """The ledger's busy timeout in seconds, read from a connection the install opens."""
+    connect = getattr(executions, "_connect", None)
+    if callable(connect):
+        try:
+            conn = connect()
+            try:
+                (milliseconds,) = conn.execute("PRAGMA busy_timeout").fetchone()
+            finally:
+                conn.close()
+            return milliseconds / 1000.0, "read from cron.executions._connect()"
+        except Exception as exc:
+            return DEFAULT_BUSY_TIMEOUT, f"assumed ({type(exc).__name__} opening the ledger)"
+    return DEFAULT_BUSY_TIMEOUT, "assumed (cron.executions has no _connect)"
+
+
+def _grace(executions: Any) -> tuple[float, str]:
+    for module in (executions, _scheduler()):
+        value = getattr(module, "HANDOFF_ADOPTION_GRACE_SECONDS", None)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value), f"{module.__name__}.HANDOFF_ADOPTION_GRACE_SECONDS"
+    return DEFAULT_GRACE, "assumed (no HANDOFF_ADOPTION_GRACE_SECONDS found)"
+
+
+def _scheduler() -> Any:
+    try:
+        import cron.scheduler as scheduler
+    except Exception:
+        return None
+    return scheduler
+
+
+def _worker_function() -> Callable[..., Any] | None:
+    return getattr(_scheduler(), "_run_external_worker_payload", None)
+
+
+def _source_calls(function: Callable[..., Any], name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+
+
+def _facts(executions: Any) -> dict[str, Any]:
+    """The timeout budget and the adoption path, as the install has them."""
+    busy, busy_source = _busy_timeout(executions)
+    grace, grace_source = _grace(executions)
+    retry = _optional("cron.scheduler_adoption", "adopt_with_retry")
+    worker = _worker_function()
+    if worker is not None:
+        path = "cron.scheduler._run_external_worker_payload"
+        retries = retry is not None and _source_calls(worker, "adopt_with_retry")
+    else:
+        path = "cron.scheduler_adoption.adopt_with_retry" if retry else "adopt_claimed_execution"
+        retries = retry is not None
+    reserve = _optional("cron.scheduler_adoption", "ACK_RESERVE_SECONDS")
+    if isinstance(reserve, int | float) and not isinstance(reserve, bool):
+        reserve_source = "cron.scheduler_adoption.ACK_RESERVE_SECONDS"
+    else:
+        reserve, reserve_source = DEFAULT_ACK_RESERVE, "assumed"
+    return {
+        "grace_seconds": grace,
+        "grace_source": grace_source,
+        "busy_timeout_seconds": busy,
+        "busy_timeout_source": busy_source,
+        "ack_reserve_seconds": float(reserve),
+        "ack_reserve_source": reserve_source,
+        "worker_path": path + (" -> adopt_with_retry" if retries else " (one attempt)"),
+        "worker_retries": retries,
+        # Retrying workers keep adopting until the gateway's deadline less the ack reserve; a
+        # worker that tries once has exactly one busy timeout.
+        "retry_budget_seconds": grace - float(reserve) if retries else busy,
+    }
+
+
+def role_gateway(count: int) -> None:
+    """Probe the budget; create COUNT executions and fence each for hand-off (as the gateway)."""
+    executions = _executions()
+    facts = _facts(executions)
+    ids = []
+    for _ in range(count):
+        record = executions.create_execution(JOB_ID, source="patchkeeper-smoke")
+        if not executions.mark_execution_handoff_pending(record["id"]):
+            emit({"role_error": "mark_execution_handoff_pending refused our own fresh claim"})
+            return
+        ids.append(record["id"])
+    emit({"facts": facts, "ids": ids})
+
+
+def _read_row(db: Path, execution_id: str) -> dict[str, Any] | None:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.row_factory = sqlite3.Row
+        row = conn.execute(
+            "SELECT status, started_at FROM executions WHERE id=?", (execution_id,)
+        ).fetchone()
+        return dict(row) if row else None
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+
+
+class _Worker:
+    """One worker process's adoption, through the install's own worker path where it has one."""
+
+    def __init__(self, execution_id: str, deadline: float, scratch: Path) -> None:
+        self.execution_id = execution_id
+        self.deadline = deadline
+        self.scratch = scratch
+        self.db = ledger_file(Path(os.environ["HERMES_HOME"]))
+        self.calls: list[int | None] = []  # per adopt_claimed_execution call: error code
+        self.job_ran_with: dict[str, Any] | None = None
+        executions = _executions()
+        real = executions.adopt_claimed_execution
+
+        def counted(execution_id: str) -> Any:
+            try:
+                result = real(execution_id)
+            except sqlite3.Error as exc:
+                self.calls.append(_error_code(exc))
+                raise
+            self.calls.append(None)
+            return result
+
+        # Before cron.scheduler is imported, so a `from cron.executions import` sees it too.
+        executions.adopt_claimed_execution = counted
+        self.ack = scratch / f"{execution_id}.ready"
+        self.adopt, self.path = self._choose_path()
+
+    def _choose_path(self) -> tuple[Callable[[], bool], str]:
+        worker = _worker_function()
+        if worker is not None:
+            scheduler = sys.modules["cron.scheduler"]
+            scheduler.run_one_job = self._job_probe  # the job itself never runs
+            payload = self.scratch / f"{self.execution_id}.json"
+            job = {"id": JOB_ID, "execution_id": self.execution_id}
+            document = {
+                "job": job,
+                "profile_home": os.environ["HERMES_HOME"],
+                "adoption_deadline": self.deadline,
+            }
+            payload.write_text(json.dumps(document), encoding="utf-8")
+            return (lambda: bool(worker(payload, self.ack))), "_run_external_worker_payload"
+        retry = _optional("cron.scheduler_adoption", "adopt_with_retry")
+        if retry is not None:
+            retried = lambda: self._adopted(retry(self.execution_id, self.deadline))  # noqa: E731
+            return retried, "adopt_with_retry"
+        import cron.executions as executions
+
+        adopt = executions.adopt_claimed_execution
+        return (lambda: self._adopted(adopt(self.execution_id))), "adopt_claimed_execution"
+
+    def _adopted(self, row: Any) -> bool:
+        if row is None:
+            return False
+        self.ack.write_text(json.dumps({"pid": os.getpid(), "execution_id": self.execution_id}))
+        self._job_probe()
+        return True
+
+    def _job_probe(self, *args: Any, **kwargs: Any) -> bool:
+        """Stands in for the job: what the ledger and the ack say when the job would start."""
+        ack = None
+        if self.ack.is_file():
+            try:
+                ack = json.loads(self.ack.read_text(encoding="utf-8"))
+            except ValueError:
+                ack = "unreadable"
+        self.job_ran_with = {"row": _read_row(self.db, self.execution_id), "ack": ack}
+        return True
+
+    def run(self) -> dict[str, Any]:
+        start = time.monotonic()
+        outcome, error, code = "refused", "", None
+        try:
+            if self.adopt():
+                outcome = "adopted"
+        except Exception as exc:
+            outcome, error, code = "raised", f"{type(exc).__name__}: {exc}", _error_code(exc)
+        end = time.monotonic()
+        return {
+            "outcome": outcome,
+            "error": error,
+            "code": code,
+            "start": start,
+            "end": end,
+            "seconds": end - start,
+            "calls": len(self.calls),
+            "call_codes": self.calls,
+            "path": self.path,
+            "job": self.job_ran_with,
+        }
+
+
+def role_worker(execution_id: str, deadline: float, scratch: Path) -> None:
+    worker = _Worker(execution_id, deadline, scratch)
+    emit({"ready": True})
+    sys.stdin.readline()  # "go": sent once the stage is set
+    emit(worker.run())
+
+
+def role_holder(db: Path, hold: float) -> None:
+    """Hold the ledger's write lock for HOLD seconds, as a stalled writer would."""
+    conn = sqlite3.connect(str(db), timeout=ROLE_TIMEOUT, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    emit({"locked": time.monotonic()})
+    time.sleep(hold)
+    conn.execute("ROLLBACK")
+    conn.close()
+    emit({"released": time.monotonic()})
+
+
+def role_schema(calls: int) -> None:
+    """Count schema statements per ledger call across CALLS calls in this one process."""
+    seen: list[str] = []
+    connections = [0]
+    real_connect = sqlite3.connect
+
+    def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real_connect(*args, **kwargs)
+        conn.set_trace_callback(lambda sql: seen.append(sql) if _SCHEMA_RE.match(sql) else None)
+        connections[0] += 1
+        return conn
+
+    sqlite3.connect = traced_connect  # before the install's modules bind it
+    executions = _executions()
+    per_call = []
+    current = None
+    for number in range(calls):
+        before = len(seen)
+        if number % 2 == 0:
+            current = executions.create_execution(JOB_ID, source="patchkeeper-smoke")["id"]
+        else:
+            executions.mark_execution_handoff_pending(current)
+        per_call.append(len(seen) - before)
+    emit({"per_call": per_call, "connections": connections[0], "first": seen[:3]})
+
+
+# ================================================================ the orchestrator
+
+
+class RoleError(Exception):
+    """A helper process could not do its part: the check cannot conclude ("error")."""
+
+
+class Role:
+    """One helper process: this file run with --role, speaking one JSON object per line."""
+
+    def __init__(self, home: Path, role: str, *args: str) -> None:
+        env = dict(os.environ, HERMES_HOME=str(home))
+        argv = [sys.executable, "-B", __file__, "--role", role, *args]
+        self.name = role
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def read(self, deadline: float) -> dict[str, Any]:
+        """The next JSON object it prints (waiting at most until DEADLINE, monotonic)."""
+        assert self.proc.stdout is not None
+        import selectors
+
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            while True:
+                if not selector.select(max(0.0, deadline - time.monotonic())):
+                    self.proc.kill()
+                    raise RoleError(f"{self.name} process did not answer in time")
+                line = self.proc.stdout.readline()
+                if not line:
+                    raise RoleError(f"{self.name} process {self._crash()}")
+                try:
+                    document = json.loads(line)
+                except ValueError:
+                    continue  # upstream code printing on stdout
+                if isinstance(document, dict):
+                    if "role_error" in document:
+                        raise RoleError(document["role_error"])
+                    return document
+
+    def _crash(self) -> str:
+        self.proc.wait()
+        assert self.proc.stderr is not None
+        lines = [line for line in self.proc.stderr.read().splitlines() if line.strip()]
+        return f"crashed (exit {self.proc.returncode}): {lines[-1] if lines else 'no output'}"
+
+    def send(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def call_role(home: Path, role: str, *args: str) -> dict[str, Any]:
+    helper = Role(home, role, *args)
+    try:
+        return helper.read(time.monotonic() + ROLE_TIMEOUT)
+    finally:
+        helper.close()
+
+
+class Check:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.ledger_home = home / "ledger"
+        self.scratch = home / "handoff"
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.facts: dict[str, Any] = {}
+        self.latency: dict[str, float] = {}
+
+    # ------------------------------------------------------------ helpers
+
+    def start_worker(self, home: Path, execution_id: str, deadline: float) -> Role:
+        return Role(home, "worker", execution_id, repr(deadline), str(self.scratch))
+
+    def adopt(self, home: Path, execution_id: str) -> dict[str, Any]:
+        """Spawn a worker, let it adopt EXECUTION_ID at once, return what it saw."""
+        deadline = time.monotonic() + self.facts["grace_seconds"]
+        worker = self.start_worker(home, execution_id, deadline)
+        try:
+            worker.read(time.monotonic() + ROLE_TIMEOUT)
+            worker.send("go")
+            return worker.read(time.monotonic() + ROLE_TIMEOUT)
+        finally:
+            worker.close()
+
+    # ------------------------------------------------------------ the steps
+
+    def happy_path(self, execution_id: str) -> tuple[str, str]:
+        seen = self.adopt(self.ledger_home, execution_id)
+        self.latency["happy_path"] = seen["seconds"]
+        if seen["outcome"] != "adopted":
+            return "fail", f"worker did not adopt a fresh hand-off: {_said(seen)}"
+        problem = _job_start_problem(seen, execution_id)
+        if problem:
+            return "fail", problem
+        took = f"adopted in {seen['seconds']:.2f} s via {seen['path']}"
+        return "pass", f"{took}; row running and ack written when the job started"
+
+    def compare_and_set(self, execution_id: str) -> tuple[str, str]:
+        seen = self.adopt(self.ledger_home, execution_id)
+        if seen["outcome"] != "refused":
+            return "fail", f"second adoption of the same row was not refused: {_said(seen)}"
+        if seen["calls"] > 1:
+            return "fail", f"a refusal was retried ({seen['calls']} adoption calls)"
+        if seen["seconds"] > AT_ONCE:
+            return "fail", f"refusal took {seen['seconds']:.2f} s (expected at once)"
+        return "pass", f"refused in {seen['seconds']:.2f} s after {max(seen['calls'], 1)} call"
+
+    def lock_stall(self, execution_id: str, hold: float) -> tuple[str, str]:
+        grace = self.facts["grace_seconds"]
+        spawned = time.monotonic()
+        deadline = spawned + grace
+        worker = self.start_worker(self.ledger_home, execution_id, deadline)
+        holder = Role(self.ledger_home, "holder", str(ledger_file(self.ledger_home)), repr(hold))
+        try:
+            worker.read(spawned + ROLE_TIMEOUT)
+            locked = holder.read(spawned + ROLE_TIMEOUT)["locked"]
+            worker.send("go")
+            seen = worker.read(deadline + ROLE_TIMEOUT)
+            released = holder.read(locked + hold + ROLE_TIMEOUT)["released"]
+        finally:
+            worker.close()
+            holder.close()
+        self.latency["lock_stall"] = seen["seconds"]
+        if not locked <= seen["start"] <= released:
+            raise RoleError("adoption did not start while the write lock was held")
+        if seen["outcome"] == "adopted" and seen["end"] < released - 0.05:
+            raise RoleError("adoption went through a held write lock: the stall was not staged")
+        budget = f"{hold:.1f} s stall, {grace:.0f} s grace"
+        if seen["outcome"] != "adopted":
+            return "fail", f"{_said(seen)} ({budget}): the hand-off is lost (#135487)"
+        if seen["end"] > deadline:
+            late = seen["end"] - deadline
+            return "fail", f"adopted {late:.2f} s after the gateway's deadline ({budget})"
+        problem = _job_start_problem(seen, execution_id)
+        if problem:
+            return "fail", problem
+        calls = seen["calls"]
+        return "pass", f"adopted in {seen['seconds']:.2f} s after {calls} call(s) ({budget})"
+
+    def error_classes(self) -> tuple[str, str]:
+        corrupt_home = self.home / "corrupt"
+        ledger = ledger_file(corrupt_home)
+        ledger.parent.mkdir(parents=True)
+        ledger.write_bytes(b"this is not a SQLite database\n" * 200)
+        seen = self.adopt(corrupt_home, "patchkeeper-smoke-corrupt")
+        if seen["outcome"] != "raised":
+            return "fail", f"a corrupt ledger was not reported as an error: {_said(seen)}"
+        if seen["code"] in BUSY_CODES:
+            return "fail", f"a corrupt ledger was classified as busy: {seen['error']}"
+        if seen["calls"] > 1 or seen["seconds"] > AT_ONCE:
+            took = f"{seen['calls']} calls in {seen['seconds']:.2f} s"
+            return "fail", f"a non-busy error was retried ({took}): {seen['error']}"
+        return "pass", f"raised at once ({seen['seconds']:.2f} s): {seen['error']}"
+
+    def schema_once(self) -> tuple[str, str]:
+        seen = call_role(self.home / "schema", "schema", str(SCHEMA_CALLS))
+        if not seen["connections"]:
+            raise RoleError("no ledger connection was seen: cannot count schema statements")
+        ran = [count for count in seen["per_call"] if count]
+        total = sum(ran)
+        said = f"schema ran in {len(ran)} of {SCHEMA_CALLS} ledger calls ({total} statements)"
+        return ("pass" if len(ran) <= 1 else "fail"), said
+
+
+def _said(seen: dict[str, Any]) -> str:
+    if seen["outcome"] == "raised":
+        return f"{seen['error']} after {seen['seconds']:.2f} s, {seen['calls']} call(s)"
+    return f"{seen['outcome']} after {seen['seconds']:.2f} s"
+
+
+def _job_start_problem(seen: dict[str, Any], execution_id: str) -> str | None:
+    job = seen.get("job")
+    if not job:
+        return "the worker adopted but its job never started"
+    row = job["row"] or {}
+    if row.get("status") != "running" or not row.get("started_at"):
+        return f"when the job started the row was {row or 'missing'} (expected running)"
+    ack = job["ack"]
+    if not isinstance(ack, dict) or ack.get("execution_id") != execution_id:
+        return f"no ack for this execution when the job started (ack: {ack})"
+    return None
+
+
+# ================================================================ verdicts
+
+
+def step(name: str, action: Callable[[], tuple[str, str]]) -> dict[str, Any]:
+    progress(f"{name} ...")
+    started = time.monotonic()
+    try:
+        verdict, detail = action()
+    except RoleError as exc:
+        verdict, detail = "error", f"could not check: {exc}"
+    seconds = round(time.monotonic() - started, 3)
+    progress(f"{name}: {verdict} ({seconds:.2f} s)")
+    return {"name": name, "verdict": verdict, "detail": detail, "seconds": seconds}
+
+
+def overall(steps: list[dict[str, Any]]) -> str:
+    verdicts = {s["verdict"] for s in steps}
+    return "error" if "error" in verdicts else "fail" if "fail" in verdicts else "pass"
+
+
+def budget_steps(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    grace, busy = facts["grace_seconds"], facts["busy_timeout_seconds"]
+    reserve, budget = facts["ack_reserve_seconds"], facts["retry_budget_seconds"]
+    fits = budget + reserve <= grace
+    room = budget >= 2 * busy
+    return [
+        {
+            "name": "grace >= retry budget + ack reserve",
+            "verdict": "pass" if fits else "fail",
+            "detail": f"{grace:g} s >= {budget:g} s + {reserve:g} s",
+        },
+        {
+            "name": "retry budget >= 2 x busy timeout",
+            "verdict": "pass" if room and facts["worker_retries"] else "fail",
+            "detail": f"{budget:g} s vs {busy:g} s busy timeout"
+            + ("" if facts["worker_retries"] else "; the worker adopts once, no retry"),
+        },
+    ]
+
+
+def probe(home: Path) -> dict[str, Any]:
+    try:
+        facts = call_role(home / "ledger", "gateway", "0")["facts"]
+    except RoleError as exc:
+        step_ = {"name": "read the budget", "verdict": "error", "detail": str(exc)}
+        return {"check": CHECK, "verdict": "error", "steps": [step_], "detail": str(exc)}
+    steps = budget_steps(facts)
+    return {"check": CHECK, "verdict": overall(steps), "steps": steps, **facts}
+
+
+def full_run(home: Path) -> dict[str, Any]:
+    check = Check(home)
+    progress("setup: a gateway creates two executions and fences them for hand-off")
+    try:
+        setup = call_role(check.ledger_home, "gateway", "2")
+    except RoleError as exc:
+        failed = {"name": "setup", "verdict": "error", "detail": str(exc), "seconds": 0.0}
+        return {"check": CHECK, "verdict": "error", "steps": [failed], "detail": str(exc)}
+    check.facts = setup["facts"]
+    first, stalled = setup["ids"]
+    busy, grace = check.facts["busy_timeout_seconds"], check.facts["grace_seconds"]
+    hold = busy + STALL_MARGIN
+    steps = [
+        step("1 happy path", lambda: check.happy_path(first)),
+        step("2 compare-and-set", lambda: check.compare_and_set(first)),
+    ]
+    if hold >= grace:
+        detail = f"a {hold:g} s stall does not fit in the {grace:g} s grace"
+        steps.append({"name": "3 lock stall", "verdict": "error", "detail": detail})
+    else:
+        steps.append(step("3 lock stall", lambda: check.lock_stall(stalled, hold)))
+    steps.append(step("4 error classification", check.error_classes))
+    steps.append(step("5 schema once", check.schema_once))
+    latency = {f"latency_{k}_seconds": round(v, 3) for k, v in check.latency.items()}
+    return {
+        "check": CHECK,
+        "verdict": overall(steps),
+        "steps": steps,
+        "python": sys.version.split()[0],
+        "hold_seconds": hold,
+        **latency,
+        **check.facts,
+    }
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--role"]:
+        role, args = argv[1], argv[2:]
+        if role == "gateway":
+            role_gateway(int(args[0]))
+        elif role == "worker":
+            role_worker(args[0], float(args[1]), Path(args[2]))
+        elif role == "holder":
+            role_holder(Path(args[0]), float(args[1]))
+        elif role == "schema":
+            role_schema(int(args[0]))
+        return 0
+    home = Path(os.environ.get("HERMES_HOME") or "")
+    if not os.environ.get("HERMES_HOME") or not home.is_dir():
+        emit({"check": CHECK, "verdict": "error", "steps": [], "detail": "HERMES_HOME not set"})
+        return 1
+    document = probe(home) if argv[:1] == ["--probe"] else full_run(home)
+    emit(document)
+    return 0 if document["verdict"] == "pass" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,97 @@
+"""`patchkeeper smoke`: run the patch set's smoke checks against the install."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from patchkeeper import smoke
+from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.report import emit_json, paint
+
+_WORDS = {
+    smoke.PASS: ("pass", "green"),
+    smoke.FAIL: ("FAIL", "red"),
+    smoke.ERROR: ("could not check", "red"),
+}
+
+
+def verdict_word(verdict: str) -> str:
+    word, colour = _WORDS[verdict]
+    return paint(word, colour)
+
+
+def _seconds(value: float | None) -> str:
+    return f"{value:6.2f} s" if value is not None else "      -"
+
+
+def _facts(facts: dict[str, Any]) -> str:
+    plain = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
+    return ", ".join(f"{key}={value}" for key, value in plain.items())
+
+
+def result_lines(result: smoke.CheckResult) -> list[str]:
+    """How one check went: its verdict and time, each step with its time and detail."""
+    head = f"{result.name}: {verdict_word(result.verdict)} in {result.seconds:.2f} s"
+    lines = [head + (f"  ({result.detail})" if result.detail else "")]
+    width = max((len(step.name) for step in result.steps), default=0)
+    for step in result.steps:
+        line = f"  {_seconds(step.seconds)}  {step.name:<{width}}  {verdict_word(step.verdict)}"
+        lines.append(line + (f"  {step.detail}" if step.detail else ""))
+    if result.extra and _facts(result.extra):
+        lines.append(f"  facts: {_facts(result.extra)}")
+    return lines
+
+
+def report_json(report: smoke.SmokeReport) -> dict[str, Any]:
+    return {
+        "python": {"path": str(report.python.path), "note": report.python.note},
+        "checks": [asdict(result) for result in report.results],
+    }
+
+
+def render(report: smoke.SmokeReport) -> None:
+    if report.python.note:
+        click.echo(f"note: {report.python.note}", err=True)
+    for result in report.results:
+        for line in result_lines(result):
+            click.echo(line)
+    if not report.results:
+        click.echo("no smoke checks to run")
+
+
+def echo_progress(name: str, text: str) -> None:
+    click.echo(paint(f"  .. {name}: {text}", "bright_black"), err=True)
+
+
+@click.command("smoke")
+@install_option
+@patches_option
+@click.option("--check", "check_name", default=None, help="Run only this check (smoke/NAME.py).")
+@json_option
+def command(
+    install_path: Path | None, patches_dir: Path | None, check_name: str | None, as_json: bool
+) -> int:
+    """Run behavioural smoke checks against the install with its own interpreter.
+
+    Each check runs in a fresh temporary HERMES_HOME, never the operator's. Exit 4 when a
+    check fails or could not check (crash, timeout, bad output, missing upstream function).
+
+    \b
+    Example:
+      patchkeeper smoke --check ledger_adoption
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    names = smoke.select_checks(workspace.patch_set, check_name)
+    progress = None if as_json else echo_progress
+    report = smoke.run_checks(
+        workspace.install, workspace.settings, workspace.patch_set, names, progress
+    )
+    if as_json:
+        emit_json("smoke", report.exit_code, **report_json(report))
+    else:
+        render(report)
+    return report.exit_code

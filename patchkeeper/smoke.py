@@ -1,0 +1,379 @@
+"""Smoke checks: run a patch set's behavioural checks against the install, parse their verdicts.
+
+A check is a Python script in the patch set's `smoke/` folder (`smoke/NAME.py`). It imports
+upstream code, so it runs with the install's own interpreter, cwd at the install, the install on
+`sys.path` (PYTHONPATH), a fresh temporary HERMES_HOME and HOME (never the operator's), a minimal
+environment and a timeout. It runs in its own process group, which is killed when it ends or
+times out, so helper processes a check starts cannot outlive it.
+
+A check prints one JSON verdict on stdout:
+    {"check": NAME, "verdict": "pass"|"fail"|"error",
+     "steps": [{"name", "verdict", "detail", "seconds"}, ...], ...any other facts}
+and may write `progress: TEXT` lines on stderr while it runs; they are relayed as they come.
+Anything else (a crash, a timeout, output that is not a verdict, a "pass" with a failing step or
+a non-zero exit) is `error`: "could not check", which is never a pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from patchkeeper import exitcodes
+from patchkeeper import outcomes as oc
+from patchkeeper.config import Settings
+from patchkeeper.errors import UserError
+from patchkeeper.install import Install
+from patchkeeper.outcomes import PatchResult
+from patchkeeper.patchset import PatchSet
+
+PASS, FAIL, ERROR = "pass", "fail", "error"
+VERDICTS = (PASS, FAIL, ERROR)
+SMOKE_DIR = "smoke"
+PROGRESS_PREFIX = "progress: "
+# Where a virtualenv's interpreter usually is, tried when [install] python is not set.
+VENV_PYTHONS = ("venv/bin/python", ".venv/bin/python", "venv/Scripts/python.exe")
+_OUTPUT_LIMIT = 1 << 20  # bytes of stdout kept; a verdict is a few KB
+_STDERR_TAIL = 20  # lines of stderr kept to explain a crash
+_REAP_SECONDS = 5.0  # how long to wait for output pipes after the process group is killed
+
+Progress = Callable[[str, str], None]  # (check name, text)
+Progress1 = Callable[[str], None]  # text, for one check
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: Path
+    note: str = ""  # set when this is a fallback, saying why
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    verdict: str
+    detail: str = ""
+    seconds: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    verdict: str
+    seconds: float
+    steps: tuple[Step, ...] = ()
+    detail: str = ""  # why it is an error, or the check's own summary
+    extra: dict[str, Any] = field(default_factory=dict)  # other facts the verdict carried
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    python: Interpreter
+    results: tuple[CheckResult, ...]
+
+    @property
+    def exit_code(self) -> int:
+        """4 when any check failed or could not check; 0 when all passed (or none ran)."""
+        failed = any(r.verdict != PASS for r in self.results)
+        return exitcodes.SMOKE_FAILED if failed else exitcodes.OK
+
+
+# ---------------------------------------------------------------- where things are
+
+
+def find_python(install: Install, settings: Settings) -> Interpreter:
+    """The install's interpreter: [install] python, else its venv, else ours (with a note)."""
+    if settings.python:
+        configured = Path(settings.python).expanduser()
+        candidate = configured if configured.is_absolute() else install.path / configured
+        if candidate.is_file():
+            return Interpreter(candidate)
+        note = f"[install] python {settings.python} not found at {candidate}"
+    else:
+        for relative in VENV_PYTHONS:
+            if (install.path / relative).is_file():
+                return Interpreter(install.path / relative)
+        note = "no [install] python set and no venv in the install"
+    return Interpreter(Path(sys.executable), f"{note}; using patchkeeper's own {sys.executable}")
+
+
+def available_checks(patch_set: PatchSet) -> list[str]:
+    folder = patch_set.root / SMOKE_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.py") if not p.name.startswith("_"))
+
+
+def check_file(patch_set: PatchSet, name: str) -> Path:
+    return patch_set.root / SMOKE_DIR / f"{name.removesuffix('.py')}.py"
+
+
+# ---------------------------------------------------------------- running one check
+
+
+def clean_env(install: Path, python: Path, scratch: Path) -> dict[str, str]:
+    """A minimal environment: nothing of the operator's HOME, HERMES_HOME or secrets leaks in."""
+    for name in ("home", "hermes-home", "tmp"):
+        (scratch / name).mkdir()
+    return {
+        "PATH": os.pathsep.join([str(python.parent), os.defpath]),
+        "HOME": str(scratch / "home"),
+        "HERMES_HOME": str(scratch / "hermes-home"),
+        "TMPDIR": str(scratch / "tmp"),
+        "PYTHONPATH": str(install),
+        "PYTHONDONTWRITEBYTECODE": "1",  # never leave __pycache__ in the install
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONUTF8": "1",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+    }
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _read_stdout(stream: IO[bytes], sink: bytearray) -> None:
+    for chunk in iter(lambda: stream.read(65536), b""):
+        if len(sink) < _OUTPUT_LIMIT:
+            sink.extend(chunk[: _OUTPUT_LIMIT - len(sink)])
+
+
+def _read_stderr(stream: IO[bytes], tail: list[str], relay: Progress1) -> None:
+    for raw in stream:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if line.startswith(PROGRESS_PREFIX):
+            relay(line[len(PROGRESS_PREFIX) :])
+        elif line.strip():
+            tail.append(line)
+            del tail[:-_STDERR_TAIL]
+
+
+@dataclass(frozen=True)
+class _Run:
+    returncode: int | None  # None: killed at the timeout
+    stdout: str
+    stderr_tail: tuple[str, ...]
+    seconds: float
+
+
+def _run_process(
+    argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float, relay: Progress1
+) -> _Run:
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return _Run(127, "", (f"could not start {argv[0]}: {exc.strerror or exc}",), 0.0)
+    out = bytearray()
+    tail: list[str] = []
+    readers = [
+        threading.Thread(target=_read_stdout, args=(proc.stdout, out), daemon=True),
+        threading.Thread(target=_read_stderr, args=(proc.stderr, tail, relay), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        returncode: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        returncode = None
+    _kill_group(proc.pid)  # the check's helpers die with it, whatever happened
+    proc.wait()
+    for reader in readers:
+        reader.join(_REAP_SECONDS)
+    return _Run(
+        returncode,
+        out.decode("utf-8", errors="replace"),
+        tuple(tail),
+        time.monotonic() - started,
+    )
+
+
+def _why_crashed(run: _Run) -> str:
+    last = run.stderr_tail[-1] if run.stderr_tail else "no output"
+    return f"crashed (exit {run.returncode}): {last}"
+
+
+def _json_document(stdout: str) -> dict[str, Any] | None:
+    """The verdict: all of stdout, else its last non-empty line (upstream code may print)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    for text in (stdout, lines[-1] if lines else ""):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(document, dict):
+            return document
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _parse_step(raw: Any) -> Step | str:
+    """A step, or why it is not one."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        return "a step without a name"
+    if raw.get("verdict") not in VERDICTS:
+        return f"step {raw['name']!r} has verdict {raw.get('verdict')!r}"
+    known = {"name", "verdict", "detail", "seconds"}
+    return Step(
+        name=raw["name"],
+        verdict=raw["verdict"],
+        detail=str(raw.get("detail") or ""),
+        seconds=_number(raw.get("seconds")),
+        extra={k: v for k, v in raw.items() if k not in known},
+    )
+
+
+def _worst(verdicts: Iterable[str]) -> str:
+    found = set(verdicts)
+    return ERROR if ERROR in found else FAIL if FAIL in found else PASS
+
+
+def parse_verdict(name: str, run: _Run) -> CheckResult:
+    """Turn what the check printed into a result; anything doubtful is `error`."""
+    seconds = round(run.seconds, 3)
+
+    def error(detail: str) -> CheckResult:
+        return CheckResult(name, ERROR, seconds, detail=detail)
+
+    if run.returncode is None:
+        return error(f"timed out after {seconds:.1f} s")
+    document = _json_document(run.stdout)
+    if document is None:
+        return error(_why_crashed(run) if run.returncode else "printed no JSON verdict")
+    if document.get("verdict") not in VERDICTS:
+        return error(f"bad verdict {document.get('verdict')!r} (expected pass, fail or error)")
+    raw_steps = document.get("steps", [])
+    if not isinstance(raw_steps, list):
+        return error("bad verdict: 'steps' is not a list")
+    steps = [_parse_step(raw) for raw in raw_steps]
+    bad = next((s for s in steps if isinstance(s, str)), None)
+    if bad is not None:
+        return error(f"bad verdict: {bad}")
+    parsed = tuple(s for s in steps if isinstance(s, Step))
+    verdict = _worst([document["verdict"], *(s.verdict for s in parsed)])
+    detail = str(document.get("detail") or "")
+    if verdict == PASS and run.returncode != 0:
+        verdict, detail = ERROR, f"said pass but exited {run.returncode}"
+    extra = {k: v for k, v in document.items() if k not in {"check", "verdict", "steps", "detail"}}
+    return CheckResult(name, verdict, seconds, parsed, detail, extra)
+
+
+def run_check(
+    python: Interpreter,
+    install: Path,
+    path: Path,
+    *,
+    timeout: float,
+    args: Sequence[str] = (),
+    on_progress: Progress | None = None,
+) -> CheckResult:
+    """Run one check file against INSTALL and return its (never optimistic) result."""
+    name = path.stem
+    if not path.is_file():
+        return CheckResult(name, ERROR, 0.0, detail=f"no such check: {path}")
+
+    def relay(text: str) -> None:
+        if on_progress is not None:
+            on_progress(name, text)
+
+    with tempfile.TemporaryDirectory(prefix=f"patchkeeper-smoke-{name}-") as scratch:
+        env = clean_env(install, python.path, Path(scratch))
+        argv = [str(python.path), "-B", str(path), *args]
+        run = _run_process(argv, install, env, timeout, relay)
+    return parse_verdict(name, run)
+
+
+# ---------------------------------------------------------------- running a set of checks
+
+
+def run_checks(
+    install: Install,
+    settings: Settings,
+    patch_set: PatchSet,
+    names: Iterable[str],
+    on_progress: Progress | None = None,
+) -> SmokeReport:
+    """Run the named checks of PATCH_SET, in order, each once."""
+    python = find_python(install, settings)
+    results = []
+    for name in dict.fromkeys(n.removesuffix(".py") for n in names):
+        if on_progress is not None:
+            on_progress(name, f"running with {python.path}")
+        path = check_file(patch_set, name)
+        result = run_check(
+            python, install.path, path, timeout=settings.smoke_timeout, on_progress=on_progress
+        )
+        results.append(result)
+    return SmokeReport(python, tuple(results))
+
+
+def select_checks(patch_set: PatchSet, wanted: str | None) -> list[str]:
+    """`--check NAME` (which must exist), else every check in the patch set's smoke/ folder."""
+    if wanted is None:
+        return available_checks(patch_set)
+    if not check_file(patch_set, wanted).is_file():
+        known = ", ".join(available_checks(patch_set)) or "none"
+        raise UserError(f"{check_file(patch_set, wanted)}: no such smoke check (known: {known})")
+    return [wanted.removesuffix(".py")]
+
+
+def checks_for_patches(
+    patch_set: PatchSet, settings: Settings, results: Iterable[PatchResult]
+) -> list[str]:
+    """Checks named by the `Smoke:` headers of patches now in the install, then [smoke] checks.
+
+    A patch counts when its content is there: written now, already applied, or upstream has it
+    (the check proves the fix works whoever ships it). Conflicts and not-applicable patches
+    name no checks: their fix is not there to prove.
+    """
+    names: list[str] = []
+    for result in results:
+        if result.outcome in (*oc.FAILED, oc.NOT_APPLICABLE) or not result.variant:
+            continue
+        patch = patch_set.by_name(result.name)
+        variant_path = patch_set.root / result.variant
+        for variant in patch.variants if patch else ():
+            if variant.path == variant_path:
+                names += variant.smoke
+    return list(dict.fromkeys([*names, *settings.smoke_checks]))
+
+
+def run_for_patches(
+    install: Install,
+    settings: Settings,
+    patch_set: PatchSet,
+    results: Iterable[PatchResult],
+    on_progress: Progress | None = None,
+) -> SmokeReport:
+    """What `update` calls after putting the patches back: the checks their headers name.
+
+    A check named by a header but missing from smoke/ comes back as `error`, never skipped.
+    """
+    names = checks_for_patches(patch_set, settings, results)
+    return run_checks(install, settings, patch_set, names, on_progress)
