@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from patchkeeper import outcomes as oc
 from patchkeeper.git import GitError
-from patchkeeper.outcomes import HunkConflict, HunkOffset, PatchResult
+from patchkeeper.outcomes import HunkConflict, HunkOffset, Mismatch, PatchResult
 from patchkeeper.patchset import Patch, PatchFile, PatchSet, spec_contains
 from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
 
@@ -101,14 +101,42 @@ def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
     return sections
 
 
+def closest_mismatches(target: list[str], expected: list[str], hint: int) -> tuple[Mismatch, ...]:
+    """Where the target best matches EXPECTED (ties: nearest HINT), the lines that differ."""
+    if not expected:
+        return ()
+    best_key, best_start = (-1, 0), 0
+    for start in range(max(1, len(target) - len(expected) + 1)):
+        window = target[start : start + len(expected)]
+        key = (sum(a == b for a, b in zip(expected, window, strict=False)), -abs(start - hint))
+        if key > best_key:
+            best_key, best_start = key, start
+    if best_key[0] <= 0:
+        return ()
+    window = target[best_start : best_start + len(expected)]
+    return tuple(
+        Mismatch(best_start + offset + 1, want, window[offset] if offset < len(window) else None)
+        for offset, want in enumerate(expected)
+        if offset >= len(window) or window[offset] != want
+    )
+
+
+def _hunk_start(header: str) -> int:
+    match = re.match(r"^@@ -(\d+)", header)
+    return int(match.group(1)) - 1 if match else 0
+
+
 def conflicting_hunks(index: ScratchIndex, diff: bytes, files: list[str]) -> list[HunkConflict]:
-    """Which hunks fail, each checked alone against the target, with the lines it expected."""
+    """Which hunks fail, each checked alone against the target, with the lines it expected
+    and, where the target is closest to them, the lines that differ."""
     conflicts = []
     for path, header, hunks in split_hunks(diff):
         if files and path not in files:
             continue
         if not hunks:
             conflicts.append(HunkConflict(path, 0, "", (), "file-level change does not apply"))
+        content = index.read_file(path)
+        target = content.decode(errors="replace").splitlines() if content is not None else []
         for number, hunk in enumerate(hunks, 1):
             proc = index.apply(header + hunk, "--check")
             if proc.returncode == 0:
@@ -118,7 +146,8 @@ def conflicting_hunks(index: ScratchIndex, diff: bytes, files: list[str]) -> lis
             reason = next(
                 (m for m in _lines(proc.stderr) if "exist" in m), "context does not match"
             )
-            conflicts.append(HunkConflict(path, number, first, expected, reason))
+            mismatches = closest_mismatches(target, list(expected), _hunk_start(first))
+            conflicts.append(HunkConflict(path, number, first, expected, reason, mismatches))
     return conflicts
 
 

@@ -32,12 +32,22 @@ class HunkOffset:
 
 
 @dataclass(frozen=True)
+class Mismatch:
+    """One line where the target differs from what a hunk expected, at the closest match."""
+
+    line: int
+    expected: str
+    found: str | None  # None: the file ends before this line
+
+
+@dataclass(frozen=True)
 class HunkConflict:
     file: str
     hunk: int  # 1-based within the file; 0 when the whole file failed
     header: str
     expected: tuple[str, ...]  # the upstream lines the hunk looked for (context and removed)
     reason: str = ""
+    mismatches: tuple[Mismatch, ...] = ()
 
 
 @dataclass

@@ -72,10 +72,13 @@ def patch_lines(result: PatchResult, *, width: int = 24, indent: str = "  ") -> 
     if result.merged_files:
         lines.append(f"{more}3-way merged: {', '.join(result.merged_files)}")
     for conflict in result.conflicts:
-        where = f"hunk #{conflict.hunk} {conflict.header}" if conflict.hunk else "whole file"
+        where = f"hunk #{conflict.hunk} ({conflict.header})" if conflict.hunk else "whole file"
         lines.append(f"{more}{conflict.file}: {where}: {conflict.reason}")
-        if conflict.expected:
-            lines.append(f"{more}  expected upstream lines:")
+        for miss in conflict.mismatches:
+            found = "the file ends" if miss.found is None else f"upstream has {miss.found!r}"
+            lines.append(f"{more}  line {miss.line}: expected {miss.expected!r}, {found}")
+        if conflict.expected and not conflict.mismatches:
+            lines.append(f"{more}  expected upstream lines (none found nearby):")
             lines += [f"{more}  | {line}" for line in conflict.expected]
     lines += [f"{more}note: {note}" for note in result.notes]
     return lines

@@ -51,6 +51,11 @@ class ScratchIndex:
             entries.append(f"{'100755' if executable else '100644'} {sha}\t{path}\0")
         self._git(["update-index", "-z", "--index-info"], stdin="".join(entries).encode())
 
+    def read_file(self, path: str) -> bytes | None:
+        """The content this index holds for PATH, or None when it holds none."""
+        proc = self._git(["cat-file", "blob", f":{path}"], check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
     def write_tree(self) -> str:
         return self._git(["write-tree"]).stdout.decode().strip()
 

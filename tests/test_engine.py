@@ -92,6 +92,9 @@ def test_conflict_names_file_hunk_and_expected_lines(repo: Path, tmp_path: Path)
     assert (conflict["file"], conflict["hunk"]) == ("app.py", 1)
     assert conflict["header"].startswith("@@ -7,7 +7,7 @@")
     assert "line 10" in conflict["expected"]
+    assert conflict["mismatches"] == [
+        {"line": 10, "expected": "line 10", "found": "line 10 upstream"}
+    ]
     assert tree_snapshot(repo) == before  # nothing written, no state recorded
 
 
