@@ -120,6 +120,9 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
 def worktree_status(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
     version, classification, records = classify_worktree(install, settings, patch_set)
     report = TreeReport(install, install.head(), version, classification.results)
+    for result in report.results:
+        if result.outcome in oc.WRITES:
+            result.detail = "not applied yet: what `patchkeeper apply` would do"
     for name in sorted(set(records) - {p.name for p in patch_set.patches}):
         report.notes.append(
             f"{name}: written by patchkeeper but no longer in the series; "

@@ -76,9 +76,6 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     workspace = open_workspace(install_path, patches_dir)
     report = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
     note_stashes(report, workspace.patch_set)
-    for result in report.results:
-        if result.outcome in oc.WRITES:
-            result.detail = "not applied yet: what `patchkeeper apply` would do"
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
         code = exitcodes.worst(code, exitcodes.ATTENTION)
