@@ -11,7 +11,6 @@ from patchkeeper.checking import check_refs
 from patchkeeper.commands.check import render_table
 from patchkeeper.commands.status import render_tree
 from patchkeeper.config import load_settings
-from patchkeeper.errors import UserError
 from patchkeeper.install import open_install
 from patchkeeper.patching import apply_patches, worktree_status
 from patchkeeper.patchset import load_patch_set
@@ -44,8 +43,6 @@ def command(directory: Path | None) -> int:
     from patchkeeper.demo.sandbox import TAGS, build_sandbox
 
     root = directory or Path(tempfile.mkdtemp(prefix="patchkeeper-demo-"))
-    if directory and directory.exists() and any(directory.iterdir()):
-        raise UserError(f"{directory}: not empty; give an empty or new folder")
     sandbox = build_sandbox(root)
     patch_set = load_patch_set(sandbox.patches)
     settings = load_settings(patch_set.root)

@@ -1,0 +1,113 @@
+"""The foundation on the practice upstream: every outcome word, the four tags, the demo."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from patchkeeper.demo.sandbox import TAGS, Sandbox
+from tests.helpers import git, outcomes, run_cli, run_json, tree_snapshot
+
+EXPECTED = {
+    "v0.21.5": {"adoption-retry": "applied", "schema-once": "applied"},
+    "v0.22.0": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
+    "v0.22.2": {"adoption-retry": "applied-offset", "schema-once": "conflict"},
+    "v0.23.0": {"adoption-retry": "upstream-has-it", "schema-once": "applied"},
+}
+
+
+def pk(sandbox: Sandbox, *args: str) -> tuple[int, dict]:
+    return run_json(*args, "--install", str(sandbox.install), "--patches", str(sandbox.patches))
+
+
+def test_check_against_all_four_tags(sandbox: Sandbox) -> None:
+    sandbox.fetch_tags()
+    before = tree_snapshot(sandbox.install)
+    code, doc = pk(sandbox, "check", *[a for tag in TAGS for a in ("--ref", tag)])
+    assert code == 3  # v0.22.2 conflicts
+    got = {t["ref"]: {p["name"]: p["outcome"] for p in t["patches"]} for t in doc["targets"]}
+    assert got == EXPECTED
+    by_ref = {t["ref"]: t for t in doc["targets"]}
+    variants = [p["variant"] for p in by_ref["v0.23.0"]["patches"]]
+    assert (
+        variants[1].startswith("schema-once/")
+        and variants[1] != (by_ref["v0.21.5"]["patches"][1]["variant"])
+    )
+    (conflict,) = by_ref["v0.22.2"]["patches"][1]["conflicts"]
+    assert conflict["file"] == "cron/executions.py" and conflict["hunk"] >= 1
+    assert conflict["mismatches"], "the differing upstream line is named"
+    assert tree_snapshot(sandbox.install) == before
+
+
+def test_apply_status_unapply_round_trip_keeps_user_edits(sandbox: Sandbox) -> None:
+    install = sandbox.install
+    pristine = {p: (install / p).read_text() for p in ("cron/scheduler.py", "cron/executions.py")}
+    (install / "hermes_constants.py").write_text(
+        (install / "hermes_constants.py").read_text() + "# operator note\n"
+    )
+    code, doc = pk(sandbox, "status")
+    assert (code, outcomes(doc)) == (5, EXPECTED["v0.21.5"])
+
+    code, doc = pk(sandbox, "apply")
+    assert (code, outcomes(doc)) == (0, EXPECTED["v0.21.5"])
+    assert (install / "cron/scheduler_adoption.py").is_file()
+    code, doc = pk(sandbox, "apply")
+    assert (code, set(outcomes(doc).values())) == (0, {"already-applied"})
+    code, doc = pk(sandbox, "status")
+    assert (code, set(outcomes(doc).values())) == (0, {"already-applied"})
+
+    # A user edit inside a patched file, away from the patch's lines, survives unapply.
+    scheduler = install / "cron/scheduler.py"
+    scheduler.write_text(scheduler.read_text() + "# keep me\n")
+    code, doc = pk(sandbox, "unapply")
+    assert code == 0
+    assert not (install / "cron/scheduler_adoption.py").exists()
+    assert scheduler.read_text() == pristine["cron/scheduler.py"] + "# keep me\n"
+    assert (install / "cron/executions.py").read_text() == pristine["cron/executions.py"]
+    assert (install / "hermes_constants.py").read_text().endswith("# operator note\n")
+
+
+def test_merged_3way_on_the_sandbox(sandbox: Sandbox) -> None:
+    """A local commit changes a context line of schema-once: no direct apply, clean merge."""
+    executions = sandbox.install / "cron/executions.py"
+    text = executions.read_text()
+    context = "        path,\n        db_label="  # two lines above the line schema-once changes
+    assert text.count(context) == 1
+    executions.write_text(text.replace(context, "        path,  # local note\n        db_label="))
+    git(sandbox.install, "commit", "-qam", "local: annotate")
+    code, doc = pk(sandbox, "apply")
+    assert code == 0, doc
+    assert outcomes(doc)["schema-once"] == "merged-3way"
+    assert doc["patches"][1]["merged_files"] == ["cron/executions.py"]
+
+
+def test_not_applicable_invalid_and_drifted_on_the_sandbox(sandbox: Sandbox) -> None:
+    retry = sandbox.patches / "adoption-retry.patch"
+    original = retry.read_text()
+    retry.write_text(re.sub(r"Applies-To: .*", "Applies-To: >=0.30", original))
+    code, doc = pk(sandbox, "status")
+    assert outcomes(doc)["adoption-retry"] == "not-applicable"
+
+    retry.write_text(
+        original.replace(
+            "--- a/cron/scheduler.py", "new file mode 100644\n--- a/cron/scheduler.py", 1
+        )
+    )
+    code, doc = pk(sandbox, "check", "--ref", "HEAD")
+    assert code == 3 and outcomes(doc)["adoption-retry"] == "invalid"
+
+    retry.write_text(original)
+    assert pk(sandbox, "apply")[0] == 0
+    adoption = sandbox.install / "cron/scheduler_adoption.py"
+    adoption.write_text(adoption.read_text().replace("def ", "def  ", 1))
+    code, doc = pk(sandbox, "status")
+    assert (code, outcomes(doc)["adoption-retry"]) == (5, "drifted")
+
+
+def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
+    proc = run_cli("demo", "--dir", tmp_path / "demo")
+    assert proc.returncode == 0, proc.stderr
+    for words in ("status", "apply", "upstream-has-it", "conflict", "applied-offset", "Explore:"):
+        assert words in proc.stdout
+    proc = run_cli("demo", "--dir", tmp_path / "demo")
+    assert proc.returncode == 2 and "not empty" in proc.stderr
