@@ -30,7 +30,8 @@ class UpdateError(Exception):
 def _git(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(["git", *args], cwd=CHECKOUT, capture_output=True, text=True)
     if check and proc.returncode != 0:
-        raise UpdateError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+        reason = (proc.stderr or proc.stdout).strip().splitlines() or [f"exit {proc.returncode}"]
+        raise UpdateError(f"git {' '.join(args)} failed: {reason[-1]}")
     return proc
 
 
