@@ -28,9 +28,10 @@ def _seconds(value: float | None) -> str:
     return f"{value:6.2f} s" if value is not None else "      -"
 
 
-def _facts(facts: dict[str, Any]) -> str:
-    plain = {k: v for k, v in facts.items() if not isinstance(v, dict | list)}
-    return ", ".join(f"{key}={value}" for key, value in plain.items())
+def _numbers(facts: dict[str, Any]) -> str:
+    """The numeric facts a check reported, on one line (the rest is in --json)."""
+    numbers = {k: v for k, v in facts.items() if isinstance(v, int | float)}
+    return ", ".join(f"{k}={v:g}" for k, v in numbers.items() if not isinstance(v, bool))
 
 
 def result_lines(result: smoke.CheckResult) -> list[str]:
@@ -41,8 +42,8 @@ def result_lines(result: smoke.CheckResult) -> list[str]:
     for step in result.steps:
         line = f"  {_seconds(step.seconds)}  {step.name:<{width}}  {verdict_word(step.verdict)}"
         lines.append(line + (f"  {step.detail}" if step.detail else ""))
-    if result.extra and _facts(result.extra):
-        lines.append(f"  facts: {_facts(result.extra)}")
+    if _numbers(result.extra):
+        lines.append(f"  facts: {_numbers(result.extra)}")
     return lines
 
 

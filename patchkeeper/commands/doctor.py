@@ -1,0 +1,52 @@
+"""`patchkeeper doctor`: one screen that says whether the install is safe to update unattended."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from patchkeeper.bundled import bundled_patches
+from patchkeeper.commands.common import install_option, json_option, patches_option
+from patchkeeper.doctor import DoctorReport, diagnose
+from patchkeeper.report import emit_json, paint
+
+
+def render(report: DoctorReport) -> None:
+    click.echo(f"doctor: {report.install_path}")
+    width = max(len(f.name) for f in report.findings)
+    for finding in report.findings:
+        word = paint("ok  ", "green") if finding.ok else paint("FAIL", "red")
+        click.echo(f"  {word}  {finding.name:<{width}}  {finding.summary}")
+        for detail in finding.details:
+            click.echo(f"        {'':<{width}}  {detail}")
+    failing = [f.name for f in report.findings if not f.ok]
+    if failing:
+        click.echo(f"safe to update unattended: no ({', '.join(failing)})")
+    else:
+        click.echo("safe to update unattended: yes")
+
+
+@click.command("doctor")
+@install_option
+@patches_option
+@json_option
+def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
+    """Say whether the install is safe to update unattended; exit 0 only when all hold.
+
+    Checks: install and interpreter found; no merge in progress and no leftovers; the patch
+    set lints; every patch in place; the timeout budget the smoke checks read from the install
+    (`--probe`) holds; the last update ended well. Reads only.
+
+    \b
+    Example:
+      patchkeeper doctor --install ~/.hermes/hermes-agent
+    """
+    report = diagnose(install_path, (patches_dir or bundled_patches()).expanduser())
+    if as_json:
+        findings = [asdict(f) for f in report.findings]
+        emit_json("doctor", report.exit_code, install=str(report.install_path), findings=findings)
+    else:
+        render(report)
+    return report.exit_code

@@ -1,0 +1,292 @@
+"""Doctor: is this install safe to update unattended? Each question is one finding.
+
+The findings: the install and its interpreter are found; git is not in the middle of a merge
+and holds no leftovers; the patch set lints; every patch is in place; the timeout budget the
+smoke checks read from the install holds (asked with `--probe`, which only reads); the last
+update finished well. Nothing here writes to the install. A finding that could not be checked
+is not ok: "could not check" never reads as healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchkeeper import exitcodes, smoke
+from patchkeeper.config import DEFAULT_INSTALL, Settings, load_settings
+from patchkeeper.errors import PatchkeeperError, UserError
+from patchkeeper.install import Install, install_version, open_install, operation_in_progress
+from patchkeeper.patching import worktree_status
+from patchkeeper.patchset import PatchSet, inspect_patch_set
+from patchkeeper.stashes import list_stashes
+from patchkeeper.verdict import tree_exit_code
+
+PROBE_ARGS = ("--probe",)
+PROBE_TIMEOUT = 60.0  # a probe only reads; it gets at most this (or [smoke] timeout if lower)
+AUTOSTASH_FILES = ("MERGE_AUTOSTASH", "rebase-merge/autostash", "rebase-apply/autostash")
+RECEIPTS = Path("logs") / "update_receipts"
+STASH_STEP = "local_changes_stash"
+
+
+@dataclass
+class Finding:
+    name: str
+    ok: bool
+    summary: str
+    details: list[str] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DoctorReport:
+    install_path: Path
+    findings: list[Finding]
+
+    @property
+    def exit_code(self) -> int:
+        return exitcodes.OK if all(f.ok for f in self.findings) else exitcodes.ATTENTION
+
+
+@dataclass(frozen=True)
+class _Context:
+    settings: Settings
+    patch_set: PatchSet
+    install: Install
+
+
+# ---------------------------------------------------------------- install and interpreter
+
+
+def install_finding(install: Install, settings: Settings) -> Finding:
+    version = install_version(install, settings)
+    head = install.head()
+    return Finding(
+        "install",
+        True,
+        f"{install.path} (version {version}, HEAD {head[:12] if head else 'none'})",
+    )
+
+
+def interpreter_finding(install: Install, settings: Settings) -> Finding:
+    python = smoke.find_python(install, settings)
+    try:
+        proc = subprocess.run(
+            [str(python.path), "-c", "import sys; print(sys.version.split()[0])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Finding("interpreter", False, f"{python.path} does not run: {exc}")
+    if proc.returncode != 0:
+        return Finding("interpreter", False, f"{python.path} does not run (exit {proc.returncode})")
+    summary = f"{python.path} (Python {proc.stdout.strip()})"
+    return Finding("interpreter", not python.note, summary, [python.note] if python.note else [])
+
+
+# ---------------------------------------------------------------- git state
+
+
+def git_state_finding(install: Install) -> Finding:
+    problems: list[str] = []
+    busy = operation_in_progress(install)
+    if busy:
+        problems.append(busy)
+    problems += [
+        f"autostash left by git: {install.git_dir / name}"
+        for name in AUTOSTASH_FILES
+        if (install.git_dir / name).exists()
+    ]
+    problems += [f"stash entry {s.selector}: {s.message}" for s in list_stashes(install.path)]
+    if not problems:
+        return Finding("git state", True, "no merge in progress, no stash entries, no autostash")
+    summary = f"{len(problems)} leftover(s) or unfinished operation(s)"
+    return Finding("git state", False, summary, problems)
+
+
+# ---------------------------------------------------------------- patch set and patches
+
+
+def lint_finding(patch_set: PatchSet, problems: list[str]) -> Finding:
+    count = len(patch_set.patches)
+    if problems:
+        return Finding("patch set", False, f"{len(problems)} lint problem(s)", problems)
+    return Finding("patch set", True, f"{patch_set.root}: {count} patch(es), lints clean")
+
+
+def patches_finding(context: _Context) -> Finding:
+    report = worktree_status(context.install, context.settings, context.patch_set)
+    results = report.results
+    details = [f"{r.name}: {r.outcome}" + (f" ({r.detail})" if r.detail else "") for r in results]
+    ok = tree_exit_code(results, pending_needs_attention=True) == exitcodes.OK
+    in_place = sum(1 for r in results if r.in_place)
+    summary = f"{in_place} of {len(results)} in place"
+    return Finding("patches", ok, summary, details)
+
+
+# ---------------------------------------------------------------- the timeout budget
+
+
+def _probe_names(context: _Context) -> list[str]:
+    named = [name for p in context.patch_set.patches for v in p.variants for name in v.smoke]
+    return list(dict.fromkeys([*named, *context.settings.smoke_checks]))
+
+
+def budget_finding(context: _Context) -> Finding:
+    """Ask every smoke check the patch set relies on for the budget it reads (`--probe`)."""
+    names = _probe_names(context)
+    if not names:
+        return Finding("timeout budget", True, "no smoke check names a budget to read")
+    python = smoke.find_python(context.install, context.settings)
+    timeout = min(PROBE_TIMEOUT, context.settings.smoke_timeout)
+    ok, details, facts = True, [], {}
+    for name in names:
+        path = smoke.check_file(context.patch_set, name)
+        result = smoke.run_check(
+            python, context.install.path, path, timeout=timeout, args=PROBE_ARGS
+        )
+        ok = ok and result.verdict == smoke.PASS
+        if result.verdict == smoke.ERROR and not result.steps:
+            details.append(f"{name}: could not check: {result.detail}")
+        details += [f"{name}: {s.name}: {s.verdict}, {s.detail}" for s in result.steps]
+        facts[name] = result.extra
+    return Finding("timeout budget", ok, _budget_summary(facts, ok), details, facts)
+
+
+def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
+    """The numbers, when a check reported them in the common vocabulary (seconds)."""
+    words = {
+        "grace_seconds": "grace",
+        "retry_budget_seconds": "retry budget",
+        "ack_reserve_seconds": "ack reserve",
+        "busy_timeout_seconds": "busy timeout",
+    }
+    numbers = []
+    for check_facts in facts.values():
+        present = [(key, label) for key, label in words.items() if key in check_facts]
+        numbers += [f"{label} {check_facts[key]:g} s" for key, label in present]
+    verdict = "chain holds" if ok else "chain does NOT hold"
+    return f"{verdict}: {', '.join(numbers)}" if numbers else verdict
+
+
+# ---------------------------------------------------------------- the last update
+
+
+def _journal_finding(install: Install) -> Finding | None:
+    """From patchkeeper's own update journal, when this build has one and it holds a run."""
+    try:
+        from patchkeeper import journal as jr
+    except ImportError:
+        return None
+    try:
+        unfinished = jr.load(install.state_dir)
+    except PatchkeeperError as exc:
+        return Finding("last update", False, str(exc))
+    if unfinished is not None:
+        run = f"patchkeeper update {unfinished.id} (started {unfinished.started_at})"
+        stopped = f"stopped in phase {unfinished.phase_label}; run `patchkeeper recover`"
+        return Finding("last update", False, f"{run} {stopped}")
+    runs = sorted((install.state_dir / jr.RUNS_DIR).glob(f"*/{jr.JOURNAL_FILE}"))
+    if not runs:
+        return None
+    data = json.loads(runs[-1].read_text(encoding="utf-8"))
+    run = f"patchkeeper update {data.get('id')} at {data.get('started_at')}"
+    if data.get("upstream_ok"):
+        return Finding("last update", True, f"{run}: finished")
+    failed = f"finished, but the upstream command failed (exit {data.get('upstream_exit')})"
+    return Finding("last update", False, f"{run}: {failed}")
+
+
+def receipt_dirs(install: Install) -> list[Path]:
+    """Where `hermes update` leaves receipts: HERMES_HOME, the install's parent, ~/.hermes."""
+    homes = [Path(os.environ["HERMES_HOME"])] if os.environ.get("HERMES_HOME") else []
+    homes += [install.path.parent, Path(DEFAULT_INSTALL).expanduser().parent]
+    return list(dict.fromkeys((home / RECEIPTS).resolve() for home in homes))
+
+
+def _latest_receipt(install: Install) -> tuple[Path, dict[str, Any]] | None:
+    receipts = []
+    for folder in receipt_dirs(install):
+        for path in folder.glob("update_*.json") if folder.is_dir() else ():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8-sig"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                receipts.append((str(data.get("started_at") or ""), path.name, path, data))
+    if not receipts:
+        return None
+    *_, path, data = max(receipts, key=lambda item: (item[0], item[1]))
+    return path, data
+
+
+def receipt_finding(install: Install) -> Finding:
+    """From the newest Hermes update receipt: its outcome and what happened to local changes."""
+    latest = _latest_receipt(install)
+    if latest is None:
+        return Finding("last update", True, "no update recorded (no patchkeeper run, no receipt)")
+    path, data = latest
+    steps = [s for s in data.get("steps", []) if isinstance(s, dict)]
+    stash = next((s for s in reversed(steps) if s.get("name") == STASH_STEP), None)
+    outcome = data.get("outcome")
+    ok = outcome == "success" and (stash is None or stash.get("ok") is True)
+    summary = f"hermes update at {data.get('started_at', '?')}: outcome {outcome}"
+    details = [f"receipt {path}"]
+    if stash is not None:
+        summary += f", local changes {str(stash.get('detail', '')).split(':')[0] or '?'}"
+        details.append(f"{STASH_STEP}: {stash.get('detail', '')}")
+    return Finding("last update", ok, summary, details)
+
+
+def last_update_finding(install: Install) -> Finding:
+    return _journal_finding(install) or receipt_finding(install)
+
+
+# ---------------------------------------------------------------- all together
+
+
+def _guarded(name: str, check: Callable[[], Finding]) -> Finding:
+    """A finding whose check hit an error says so and is not ok."""
+    try:
+        return check()
+    except PatchkeeperError as exc:
+        return Finding(name, False, f"could not check: {exc}")
+
+
+def _settings(patch_dir: Path, problems: list[str]) -> Settings:
+    try:
+        return load_settings(patch_dir)
+    except UserError as exc:
+        problems.append(str(exc))
+        return Settings(source=None, install_path=Path(DEFAULT_INSTALL).expanduser())
+
+
+def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
+    patch_set, lint = inspect_patch_set(patch_dir)
+    problems = [str(p) for p in lint]
+    settings = _settings(patch_set.root, problems)
+    where = (install_path or settings.install_path).expanduser()
+    findings: list[Finding] = []
+    try:
+        install = open_install(where)
+    except UserError as exc:
+        findings.append(Finding("install", False, str(exc)))
+        findings.append(lint_finding(patch_set, problems))
+        return DoctorReport(where, findings)
+    context = _Context(settings, patch_set, install)
+    findings += [
+        _guarded("install", lambda: install_finding(install, settings)),
+        _guarded("interpreter", lambda: interpreter_finding(install, settings)),
+        _guarded("git state", lambda: git_state_finding(install)),
+        lint_finding(patch_set, problems),
+        _guarded("patches", lambda: patches_finding(context)),
+        _guarded("timeout budget", lambda: budget_finding(context)),
+        _guarded("last update", lambda: last_update_finding(install)),
+    ]
+    return DoctorReport(install.path, findings)
