@@ -1,0 +1,158 @@
+"""`patchkeeper leftovers [show|restore|drop] [ID]`: what updates left behind, and healing it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from patchkeeper import exitcodes
+from patchkeeper import leftovers as lo
+from patchkeeper.commands.apply import wait_option
+from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.errors import UserError
+from patchkeeper.install import refuse_if_busy_with_git
+from patchkeeper.lock import install_lock
+from patchkeeper.report import emit_json
+
+ACTIONS = ("list", "show", "restore", "drop")
+
+
+def leftover_json(item: lo.Leftover) -> dict:
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "label": item.label,
+        "age": item.age(),
+        "created": item.created,
+        "files": item.files,
+        "classification": item.classification,
+        "patches": item.patches,
+        "notes": item.notes,
+    }
+
+
+def list_leftovers(workspace, as_json: bool) -> int:
+    items = lo.find_leftovers(workspace.install, workspace.patch_set)
+    code = exitcodes.ATTENTION if items else exitcodes.OK  # a parked stash is never green
+    if as_json:
+        emit_json("leftovers", code, leftovers=[leftover_json(i) for i in items], patches=[])
+        return code
+    if not items:
+        click.echo(f"{workspace.install.path}: no leftovers")
+    for item in items:
+        held = f" ({', '.join(item.patches)})" if item.patches else ""
+        click.echo(
+            f"{item.id:<12} {item.age():>4}  {item.kind:<14} {item.classification}{held}"
+            f"  {item.label}"
+        )
+        click.echo(f"{'':<12}       files: {', '.join(item.files) or '(none)'}")
+        for note in item.notes:
+            click.echo(f"{'':<12}       note: {note}")
+    return code
+
+
+def show(workspace, leftover_id: str) -> int:
+    item = lo.find_by_id(workspace.install, workspace.patch_set, leftover_id)
+    click.echo(f"# {item.id} {item.kind} {item.classification}: {item.label}")
+    sys.stdout.flush()
+    sys.stdout.buffer.write(lo.leftover_diff(workspace.install.path, item))
+    sys.stdout.buffer.flush()
+    return exitcodes.OK
+
+
+def restore(workspace, leftover_id: str, as_json: bool) -> int:
+    """Merge the leftover into the work tree only when the merge is clean; then retire it."""
+    install = workspace.install
+    refuse_if_busy_with_git(install)
+    item = lo.find_by_id(install, workspace.patch_set, leftover_id)
+    preview = lo.preview_restore(install, item)
+    written: list[str] = []
+    backup = None
+    if preview.clean:
+        written = lo.write_merge(install, preview)
+        backup = lo.drop(install, item)
+    code = exitcodes.OK if preview.clean else exitcodes.ATTENTION
+    if as_json:
+        emit_json(
+            "leftovers restore",
+            code,
+            leftover=leftover_json(item),
+            clean=preview.clean,
+            written=written,
+            conflicts=preview.conflicts,
+            backup_ref=backup,
+            patches=[],
+        )
+        return code
+    if not preview.clean:
+        click.echo(f"{item.id}: would conflict in {', '.join(preview.conflicts)}; nothing changed")
+        click.echo(f"  see it: patchkeeper leftovers show {item.id} --install {install.path}")
+        return code
+    click.echo(f"{item.id}: restored {len(written)} file(s): {', '.join(written) or '(none)'}")
+    click.echo(f"  the entry was removed; backup: {backup}")
+    return code
+
+
+def drop(workspace, leftover_id: str, as_json: bool) -> int:
+    item = lo.find_by_id(workspace.install, workspace.patch_set, leftover_id)
+    backup = lo.drop(workspace.install, item)
+    undo = lo.undo_command(workspace.install, item)
+    if as_json:
+        emit_json(
+            "leftovers drop",
+            exitcodes.OK,
+            leftover=leftover_json(item),
+            backup_ref=backup,
+            undo=undo,
+            patches=[],
+        )
+    else:
+        click.echo(f"{item.id}: dropped; backup: {backup}")
+        click.echo(f"  undo: {undo}")
+    return exitcodes.OK
+
+
+@click.command("leftovers")
+@click.argument("action", type=click.Choice(ACTIONS), default="list")
+@click.argument("leftover_id", metavar="ID", required=False)
+@install_option
+@patches_option
+@wait_option
+@json_option
+def command(
+    action: str,
+    leftover_id: str | None,
+    install_path: Path | None,
+    patches_dir: Path | None,
+    wait: float,
+    as_json: bool,
+) -> int:
+    """List what updates left behind (parked stashes, autostash files, unmerged paths, edits
+    patchkeeper could not restore), or show, restore or drop one by ID.
+
+    Each leftover is classified by content: patch-content (only what patches add),
+    user-content, or mixed. `restore` previews a 3-way merge with git merge-tree and writes
+    only when it is clean; `drop` saves a backup ref under refs/patchkeeper/dropped/ first.
+    Listing exits 5 while anything is left behind.
+
+    \b
+    Examples:
+      patchkeeper leftovers
+      patchkeeper leftovers show 3f2a9c1d7e
+      patchkeeper leftovers restore 3f2a9c1d7e
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    if action == "list":
+        return list_leftovers(workspace, as_json)
+    if leftover_id is None:
+        raise UserError(
+            f"`patchkeeper leftovers {action}` needs an ID (see `patchkeeper leftovers`)"
+        )
+    if action == "show":
+        return show(workspace, leftover_id)
+    with install_lock(workspace.install.state_dir, f"leftovers {action}", wait):
+        if action == "restore":
+            return restore(workspace, leftover_id, as_json)
+        return drop(workspace, leftover_id, as_json)

@@ -1,0 +1,83 @@
+"""`patchkeeper recover`: finish or roll back an interrupted update, and say which."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchkeeper.commands.apply import wait_option
+from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.status import render_tree, tree_json
+from patchkeeper.commands.update import render_update, update_json
+from patchkeeper.lock import install_lock
+from patchkeeper.recovery import NEW, NOTHING, OLD, recover
+from patchkeeper.report import emit_json
+from patchkeeper.update import UpdateOptions
+
+_MEANING = {
+    NOTHING: "nothing to recover",
+    OLD: "the install is back at the old version, with its patches and your edits",
+    NEW: "the install is at the new version, with the patches and your edits carried over",
+}
+
+
+@click.command("recover")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds each post-apply command may run when the update is finished.",
+)
+@install_option
+@patches_option
+@wait_option
+@json_option
+def command(
+    timeout: float | None,
+    install_path: Path | None,
+    patches_dir: Path | None,
+    wait: float,
+    as_json: bool,
+) -> int:
+    """Bring the install to a consistent state after an update was interrupted.
+
+    Reads the journal (.git/patchkeeper/journal.json). Before the upstream command moved
+    HEAD, the old version is put back exactly as it was; after, the update is finished on
+    the new version. It says which, and what it did. Exit codes as for `update`.
+
+    \b
+    Example:
+      patchkeeper recover --install ~/.hermes/hermes-agent
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    options = UpdateOptions(timeout=timeout, as_json=as_json)
+    with install_lock(workspace.install.state_dir, "recover", wait) as lock:
+        report = recover(workspace, lock, options)
+    if lock.taken_over:
+        report.actions.insert(0, f"took over the lock of dead {lock.taken_over.describe()}")
+    code = report.exit_code()
+    if as_json:
+        extra = {}
+        if report.update is not None:
+            extra = update_json(report.update)
+        elif report.tree is not None:
+            extra = tree_json(report.tree)
+        extra.setdefault("patches", [])
+        emit_json(
+            "recover",
+            code,
+            direction=report.direction,
+            meaning=_MEANING[report.direction],
+            actions=report.actions,
+            **extra,
+        )
+        return code
+    for action in report.actions:
+        click.echo(f"recover: {action}")
+    if report.update is not None:
+        render_update(report.update)
+    elif report.tree is not None:
+        render_tree(report.tree, "status after recover")
+    click.echo(f"result: {_MEANING[report.direction]}")
+    return code

@@ -1,0 +1,175 @@
+"""`patchkeeper update`: run the upstream updater and carry the patch set across it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from patchkeeper.commands.apply import wait_option
+from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.lock import install_lock
+from patchkeeper.report import emit_json, patch_json, patch_lines
+from patchkeeper.update import LeftoverAction, UpdateOptions, UpdateReport, run_update
+
+
+def leftover_json(action: LeftoverAction) -> dict[str, Any]:
+    item = action.leftover
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "label": item.label,
+        "age": item.age(),
+        "files": item.files,
+        "classification": item.classification,
+        "patches": item.patches,
+        "action": action.action,
+        "detail": action.detail,
+        "backup_ref": action.backup_ref,
+        "command": action.command,
+        "notes": item.notes,
+    }
+
+
+def update_json(report: UpdateReport) -> dict[str, Any]:
+    upstream = report.upstream
+    return {
+        "run": report.run_id,
+        "finished": report.finished,
+        "install": {
+            "path": str(report.install.path),
+            "head_before": report.head_before,
+            "head_after": report.head_after,
+            "version_before": report.version_before,
+            "version_after": report.version_after,
+        },
+        "phases": [asdict(p) for p in report.phases],
+        "preview": None
+        if report.preview is None
+        else {
+            "ref": report.preview.ref,
+            "commit": report.preview.commit,
+            "patches": [patch_json(r) for r in report.preview.results],
+        },
+        "upstream": None if upstream is None else {**asdict(upstream), "ok": upstream.ok},
+        "leftovers": [leftover_json(a) for a in report.leftovers],
+        "patches": [patch_json(r) for r in report.patch_results],
+        "restore": None if report.restore is None else asdict(report.restore),
+        "smoke": asdict(report.smoke),
+        "post": [{**asdict(p), "ok": p.ok} for p in report.post],
+        "attention": report.attention,
+        "notes": report.notes,
+    }
+
+
+def _leftover_lines(report: UpdateReport) -> list[str]:
+    lines = []
+    for action in report.leftovers:
+        item = action.leftover
+        lines.append(
+            f"  {item.id:<12} {item.kind:<14} {item.classification:<13} {action.action}"
+            f"  {item.label}"
+        )
+        if action.detail:
+            lines.append(f"      {action.detail}")
+        if action.backup_ref:
+            lines.append(f"      backup: {action.backup_ref}; undo: {action.command}")
+        elif action.command:
+            lines.append(f"      restore: {action.command}")
+    return lines or ["  none"]
+
+
+def render_update(report: UpdateReport) -> None:
+    echo = click.echo
+    echo("")
+    echo(f"update {report.run_id}")
+    echo(f"  install  {report.install.path}")
+    after = report.version_after or "?"
+    echo(f"  version  {report.version_before} -> {after}")
+    echo(f"  HEAD     {report.head_before[:12]} -> {(report.head_after or '?')[:12]}")
+    if report.upstream is not None:
+        echo(f"  upstream {' '.join(report.upstream.command)}: {report.upstream.describe()}")
+    echo("patches:" if report.tree or not report.preview else f"patches on {report.preview.ref}:")
+    for result in report.patch_results:
+        for line in patch_lines(result):
+            echo(line)
+    echo("leftovers:")
+    for line in _leftover_lines(report):
+        echo(line)
+    if report.restore is not None and report.restore.ref:
+        echo(f"your edits: restored {len(report.restore.restored)} file(s)")
+        for kept in report.restore.kept:
+            echo(f"  kept in {report.restore.ref}: {kept.path}")
+            echo(f"      see your edit:  {kept.show}")
+            echo(f"      take your file: {kept.take}  (then merge upstream's change by hand)")
+    echo(
+        f"smoke: {report.smoke.status.replace('-', ' ')}"
+        + (f" ({report.smoke.detail})" if report.smoke.detail else "")
+    )
+    for post in report.post:
+        echo(f"post: {' '.join(post.command)}: {post.describe()}")
+    for note in report.notes:
+        echo(f"note: {note}")
+    for item in report.attention:
+        echo(f"needs you: {item}")
+    if not report.finished:
+        echo("the update is not finished: run `patchkeeper recover` when the above is resolved")
+
+
+@click.command("update", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds the upstream command may run (default: [update] timeout, else 3600).",
+)
+@click.option(
+    "--preview",
+    "preview_ref",
+    metavar="REF",
+    default=None,
+    help="Classify the patch set against REF first; stop (exit 3) if one would not apply.",
+)
+@click.option("--force", is_flag=True, help="Go on after a --preview that found a conflict.")
+@install_option
+@patches_option
+@wait_option
+@json_option
+def command(
+    args: tuple[str, ...],
+    timeout: float | None,
+    preview_ref: str | None,
+    force: bool,
+    install_path: Path | None,
+    patches_dir: Path | None,
+    wait: float,
+    as_json: bool,
+) -> int:
+    """Run the upstream update ([update] command, plus ARGS after `--`) keeping the patches.
+
+    Takes patchkeeper's patches out and sets your own edits aside in a ref under
+    refs/patchkeeper/, runs the updater, heals what it left behind (parked stashes), applies
+    the patch set to the new version, merges your edits back file by file, runs the smoke
+    checks and the post-apply commands. Exit 0 only when all of that is in place; 3 a patch
+    did not apply, 4 a smoke check failed, 5 something needs you (each item is listed with
+    the command that resolves it), 6 another patchkeeper holds the install.
+
+    \b
+    Example:
+      patchkeeper update --preview origin/main --timeout 900 -- --branch main
+    """
+    workspace = open_workspace(install_path, patches_dir)
+    options = UpdateOptions(args, timeout, preview_ref, force, as_json)
+    with install_lock(workspace.install.state_dir, "update", wait) as lock:
+        report = run_update(workspace, lock, options)
+    if lock.taken_over:
+        report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
+    code = report.exit_code()
+    if as_json:
+        emit_json("update", code, **update_json(report))
+    else:
+        render_update(report)
+    return code

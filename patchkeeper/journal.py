@@ -1,0 +1,124 @@
+"""The update journal: what an update has done so far, written before each phase starts.
+
+`.git/patchkeeper/journal.json` exists exactly while an update is unfinished. It holds the
+facts `recover` needs to bring the install to a consistent state after a crash at any point:
+the HEAD and stash top before the run, the names of the refs holding the snapshot of the work
+tree and the user's own edits, where the state backup is, and the upstream command's process
+group. A finished run's journal is moved into its run folder (`updates/<id>/journal.json`) as
+history, so "is there an unfinished update?" is one `exists()`.
+
+For tests, PATCHKEEPER_STOP_AT_PHASE=N kills the process (SIGKILL, no clean-up) right after
+the journal records that phase N starts: a crash at every phase boundary can be reproduced.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchkeeper.errors import PatchkeeperError
+
+JOURNAL_FILE = "journal.json"
+RUNS_DIR = "updates"
+REF_PREFIX = "refs/patchkeeper/updates"
+STOP_ENV = "PATCHKEEPER_STOP_AT_PHASE"
+
+PHASES = (
+    "preflight",
+    "preview",
+    "set-aside",
+    "upstream",
+    "leftovers",
+    "apply",
+    "restore",
+    "smoke",
+    "post",
+    "report",
+)
+UPSTREAM_PHASE = PHASES.index("upstream") + 1
+
+
+def phase_name(number: int) -> str:
+    return PHASES[number - 1] if 1 <= number <= len(PHASES) else f"phase {number}"
+
+
+@dataclass
+class Journal:
+    id: str
+    pid: int
+    started_at: str
+    old_head: str
+    old_version: str
+    stash_top: str | None
+    phase: int = 0
+    before_ref: str | None = None  # snapshot of the whole work tree (patches + edits)
+    edits_ref: str | None = None  # the user's own edits, without patchkeeper's patches
+    upstream_pgid: int | None = None
+    upstream_exit: int | None = None  # None: never finished (or never started)
+    upstream_ok: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def phase_label(self) -> str:
+        return f"{self.phase} ({phase_name(self.phase)})"
+
+    def ref(self, what: str) -> str:
+        return f"{REF_PREFIX}/{self.id}/{what}"
+
+    def run_dir(self, state_dir: Path) -> Path:
+        return state_dir / RUNS_DIR / self.id
+
+
+def new_run_id() -> str:
+    """A sortable, unique id: UTC time plus pid (two runs in one second differ by pid)."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{os.getpid()}"
+
+
+def _write_atomic(path: Path, data: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def save(state_dir: Path, journal: Journal) -> None:
+    _write_atomic(state_dir / JOURNAL_FILE, json.dumps(asdict(journal), indent=2) + "\n")
+
+
+def load(state_dir: Path) -> Journal | None:
+    """The unfinished update's journal, or None. An unreadable one is an error, never ignored."""
+    path = state_dir / JOURNAL_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Journal(**data)
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError) as exc:
+        raise PatchkeeperError(
+            f"{path}: the update journal is unreadable ({exc}); inspect it, keep the refs "
+            f"under {REF_PREFIX}/, then remove it"
+        ) from None
+
+
+def begin_phase(state_dir: Path, journal: Journal, number: int) -> None:
+    """Record that phase NUMBER starts (before it touches anything)."""
+    journal.phase = number
+    save(state_dir, journal)
+    if os.environ.get(STOP_ENV) == str(number):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def finish(state_dir: Path, journal: Journal) -> None:
+    """Close the run: the journal becomes history in the run's folder."""
+    target = journal.run_dir(state_dir) / JOURNAL_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(state_dir / JOURNAL_FILE, target)

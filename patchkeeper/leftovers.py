@@ -1,0 +1,488 @@
+"""What an update leaves behind: find it, classify it by content, restore or drop it safely.
+
+A leftover is a stash entry the updater parked (`hermes-update-autostash-*`, or any entry an
+update run added), a git autostash state file (`MERGE_AUTOSTASH`, `rebase-*/autostash`),
+unmerged paths, or a set-aside ref of an earlier patchkeeper update whose edits could not all
+be restored. Every one except unmerged paths is a commit whose first parent is the commit the
+content was made on, so one classifier and one restorer serve them all:
+
+- classify: on a scratch index holding the leftover's files, reverse every patch (any variant)
+  that is in it; what remains equal to the base means `patch-content` (safe to drop once the
+  patches are back), nothing reversed means `user-content`, anything else `mixed`.
+- restore: a 3-way merge with `git merge-tree --write-tree` of the current work tree (as a
+  commit on the leftover's base) and the leftover (tracked plus untracked files, as a commit on
+  the same base), so the base of the merge is exactly the leftover's base, with no checkout.
+  Clean paths are written in one `git apply`; conflicting paths are listed and left alone.
+- drop: a backup ref under `refs/patchkeeper/dropped/` first, then the entry goes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchkeeper import git
+from patchkeeper.errors import UserError
+from patchkeeper.install import Install, operation_in_progress
+from patchkeeper.journal import REF_PREFIX
+from patchkeeper.patchset import PatchSet
+from patchkeeper.scratch import scratch_index
+
+HERMES_AUTOSTASH = "hermes-update-autostash-"
+DROPPED_PREFIX = "refs/patchkeeper/dropped"
+AUTOSTASH_FILES = ("MERGE_AUTOSTASH", "rebase-merge/autostash", "rebase-apply/autostash")
+
+PATCH_CONTENT = "patch-content"
+USER_CONTENT = "user-content"
+MIXED = "mixed"
+UNKNOWN = "unknown"  # unmerged paths: only a person can tell
+
+STASH = "stash"
+AUTOSTASH_FILE = "autostash-file"
+SET_ASIDE = "set-aside"
+UNMERGED = "unmerged"
+
+_TOOL_ID = {
+    "GIT_AUTHOR_NAME": "patchkeeper",
+    "GIT_AUTHOR_EMAIL": "patchkeeper@localhost",
+    "GIT_COMMITTER_NAME": "patchkeeper",
+    "GIT_COMMITTER_EMAIL": "patchkeeper@localhost",
+}
+
+
+# ---------------------------------------------------------------- commits of trees
+
+
+def commit_tree(repo: Path, tree: str, parent: str | None, message: str) -> str:
+    """A commit object (no branch moves) under patchkeeper's own identity."""
+    args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
+    return git.out(args, repo, env=_TOOL_ID)
+
+
+def worktree_tree(install: Install) -> str:
+    """The work tree as a tree object: tracked and untracked files, never ignored ones.
+
+    A copy of the install's own index gives `git add -A` valid stat data, so only changed
+    files are hashed; the install's index itself is never written.
+    """
+    with tempfile.TemporaryDirectory(prefix="patchkeeper-") as tmp:
+        index_file = Path(tmp) / "index"
+        env = {"GIT_INDEX_FILE": str(index_file)}
+        if (install.git_dir / "index").is_file():
+            shutil.copyfile(install.git_dir / "index", index_file)
+        elif git.rev_parse(install.path, "HEAD"):
+            git.run(["read-tree", "HEAD"], install.path, env=env)
+        git.run(["add", "-A", "--", "."], install.path, env=env)
+        return git.out(["write-tree"], install.path, env=env)
+
+
+def tree_of(repo: Path, rev: str) -> str:
+    return git.out(["rev-parse", f"{rev}^{{tree}}"], repo)
+
+
+def changed_paths(repo: Path, old: str, new: str) -> list[str]:
+    raw = git.run(["diff", "--name-only", "--no-renames", "-z", old, new], repo).stdout
+    return [p for p in raw.decode(errors="surrogateescape").split("\0") if p]
+
+
+@dataclass(frozen=True)
+class MergePreview:
+    ours: str  # tree
+    result: str  # tree; conflicted paths in it hold conflict markers
+    conflicts: list[str]
+
+    @property
+    def clean(self) -> bool:
+        return not self.conflicts
+
+
+def merge_preview(repo: Path, base: str, ours_tree: str, theirs_tree: str) -> MergePreview:
+    """3-way merge of two trees on BASE, in git's object store only (no files touched).
+
+    git 2.39's merge-tree has no --merge-base: both sides become commits whose only parent is
+    BASE, which makes BASE their merge base exactly.
+    """
+    ours = commit_tree(repo, ours_tree, base, "patchkeeper: work tree")
+    theirs = commit_tree(repo, theirs_tree, base, "patchkeeper: to restore")
+    proc = git.run(
+        ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours, theirs],
+        repo,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):
+        git.run(["merge-tree", "--write-tree", ours, theirs], repo)  # raises with git's reason
+    fields = proc.stdout.decode(errors="surrogateescape").split("\0")
+    conflicts: list[str] = []
+    for name in fields[1:]:
+        if not name:
+            break
+        if name not in conflicts:
+            conflicts.append(name)
+    return MergePreview(ours_tree, fields[0].strip(), conflicts)
+
+
+def write_merge(install: Install, preview: MergePreview) -> list[str]:
+    """Write the merged content of every non-conflicting path, in one `git apply`.
+
+    The work tree holds PREVIEW.ours for these paths (that is how it was read), so the diff
+    applies exactly; the install's index is not touched.
+    """
+    paths = [
+        p
+        for p in changed_paths(install.path, preview.ours, preview.result)
+        if p not in preview.conflicts
+    ]
+    if paths:
+        diff = git.run(
+            [
+                "diff",
+                "--binary",
+                "--full-index",
+                "--no-renames",
+                preview.ours,
+                preview.result,
+                "--",
+                *paths,
+            ],
+            install.path,
+        ).stdout
+        git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
+    return paths
+
+
+# ---------------------------------------------------------------- leftovers
+
+
+@dataclass
+class Leftover:
+    id: str
+    kind: str
+    label: str  # stash@{n} and message, file path, or ref name
+    rev: str | None  # the commit holding the content
+    base: str | None  # the commit the content was made on
+    untracked: str | None = None  # a stash's untracked-files commit
+    created: float | None = None
+    files: list[str] = field(default_factory=list)
+    classification: str = UNKNOWN
+    patches: list[str] = field(default_factory=list)  # patches whose content it holds
+    notes: list[str] = field(default_factory=list)
+
+    def age(self, now: float | None = None) -> str:
+        if self.created is None:
+            return "?"
+        seconds = max(0, int((now or time.time()) - self.created))
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if seconds >= size:
+                return f"{seconds // size}{unit}"
+        return f"{seconds}s"
+
+    @property
+    def backup_ref(self) -> str:
+        return f"{DROPPED_PREFIX}/{self.id}"
+
+    def restore_command(self, install: Install) -> str:
+        return f"patchkeeper leftovers restore {self.id} --install {install.path}"
+
+
+def _stash_entries(repo: Path) -> list[tuple[str, str, float, str]]:
+    """(stash@{n}, sha, commit time, message), newest first."""
+    proc = git.run(["stash", "list", "--format=%gd%x00%H%x00%ct%x00%gs"], repo, check=False)
+    entries = []
+    for line in proc.stdout.decode(errors="replace").splitlines():
+        selector, sha, stamp, message = line.split("\0", 3)
+        entries.append((selector, sha, float(stamp), message))
+    return entries
+
+
+def stash_top(repo: Path) -> str | None:
+    proc = git.run(["rev-parse", "-q", "--verify", "refs/stash"], repo, check=False)
+    return proc.stdout.decode().strip() or None
+
+
+def new_stash_shas(repo: Path, top: str | None, since: float) -> set[str]:
+    """Entries pushed after TOP was recorded: the stash reflog walked down to TOP.
+
+    If TOP is no longer in the reflog (something dropped it), entries made since SINCE count.
+    """
+    entries = _stash_entries(repo)
+    shas = [sha for _, sha, _, _ in entries]
+    if top is None:
+        return set(shas)
+    if top in shas:
+        return set(shas[: shas.index(top)])
+    return {sha for _, sha, stamp, _ in entries if stamp >= since - 1}
+
+
+def _optional_rev(repo: Path, rev: str) -> str | None:
+    return git.rev_parse(repo, rev)
+
+
+def _leftover_files(repo: Path, base: str, rev: str, untracked: str | None) -> list[str]:
+    files = changed_paths(repo, base, rev)
+    if untracked:
+        raw = git.run(["ls-tree", "-r", "--name-only", "-z", untracked], repo).stdout
+        files += [p for p in raw.decode(errors="surrogateescape").split("\0") if p]
+    return sorted(set(files))
+
+
+def _content_leftover(
+    repo: Path, *, kind: str, label: str, rev: str, created: float | None, untracked: bool
+) -> Leftover | None:
+    base = _optional_rev(repo, f"{rev}^1")
+    if base is None:
+        return None
+    extra = _optional_rev(repo, f"{rev}^3") if untracked else None
+    leftover = Leftover(rev[:10], kind, label, rev, base, extra, created)
+    leftover.files = _leftover_files(repo, base, rev, extra)
+    return leftover
+
+
+def _stash_leftovers(repo: Path, wanted: set[str]) -> list[Leftover]:
+    found = []
+    for selector, sha, stamp, message in _stash_entries(repo):
+        if sha in wanted or HERMES_AUTOSTASH in message:
+            leftover = _content_leftover(
+                repo,
+                kind=STASH,
+                label=f"{selector} {message}",
+                rev=sha,
+                created=stamp,
+                untracked=True,
+            )
+            if leftover:
+                found.append(leftover)
+    return found
+
+
+def _autostash_leftovers(install: Install) -> list[Leftover]:
+    found = []
+    for name in AUTOSTASH_FILES:
+        path = install.git_dir / name
+        if not path.is_file():
+            continue
+        sha = git.rev_parse(install.path, path.read_text().strip())
+        if sha is None:
+            continue
+        leftover = _content_leftover(
+            install.path,
+            kind=AUTOSTASH_FILE,
+            label=str(path),
+            rev=sha,
+            created=path.stat().st_mtime,
+            untracked=True,
+        )
+        if leftover:
+            found.append(leftover)
+    return found
+
+
+def _unmerged_leftover(install: Install) -> list[Leftover]:
+    raw = git.run(["ls-files", "-u", "-z"], install.path).stdout.decode(errors="surrogateescape")
+    files = sorted({entry.split("\t", 1)[1] for entry in raw.split("\0") if "\t" in entry})
+    if not files:
+        return []
+    leftover = Leftover("unmerged", UNMERGED, "unmerged paths in the index", None, None)
+    leftover.files = files
+    leftover.notes.append("resolve with git (edit, then `git add` or `git checkout --`)")
+    return [leftover]
+
+
+def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
+    raw = git.out(
+        [
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(creatordate:unix)",
+            f"{REF_PREFIX}/",
+        ],
+        repo,
+    )
+    found = []
+    for line in raw.splitlines():
+        ref, sha, stamp = line.split("\0")
+        run_id = ref.removeprefix(f"{REF_PREFIX}/").rsplit("/", 1)[0]
+        if not ref.endswith("/edits") or run_id == exclude_run:
+            continue
+        leftover = _content_leftover(
+            repo, kind=SET_ASIDE, label=ref, rev=sha, created=float(stamp), untracked=False
+        )
+        if leftover:
+            found.append(leftover)
+    return found
+
+
+def classify_content(repo: Path, leftover: Leftover, patch_set: PatchSet) -> None:
+    """Set LEFTOVER's classification and the patches whose content it holds."""
+    assert leftover.rev and leftover.base
+    with scratch_index(repo) as index:
+        index.load_ref(leftover.base, leftover.files)
+        base_tree = index.write_tree()
+        index.load_ref(leftover.rev, leftover.files)
+        if leftover.untracked:
+            index.load_ref(leftover.untracked, leftover.files, overlay=True)
+        held = []
+        for patch in reversed(patch_set.patches):
+            for variant in patch.variants:
+                if index.apply(variant.diff, "--reverse").returncode == 0:
+                    held.append(patch.name)
+                    break
+        rest = index.write_tree()
+    leftover.patches = list(reversed(held))
+    if not held:
+        leftover.classification = USER_CONTENT
+    elif rest == base_tree:
+        leftover.classification = PATCH_CONTENT
+    else:
+        leftover.classification = MIXED
+
+
+def receipt_dirs(install: Install) -> list[Path]:
+    """Where Hermes writes update receipts: HERMES_HOME, else the folder holding the install."""
+    homes = [Path(os.environ["HERMES_HOME"])] if os.environ.get("HERMES_HOME") else []
+    homes += [install.path.parent, Path("~/.hermes").expanduser()]
+    unique = dict.fromkeys(home.resolve() / "logs" / "update_receipts" for home in homes)
+    return list(unique)
+
+
+def _strings(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _note_parked_receipts(install: Install, leftovers: list[Leftover]) -> None:
+    """A receipt that says `parked` and names a stash that is still there: say so on it."""
+    for folder in receipt_dirs(install):
+        for receipt in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+            try:
+                words = list(_strings(json.loads(receipt.read_text(encoding="utf-8"))))
+            except (OSError, ValueError):
+                continue
+            if not any("parked" in word for word in words):
+                continue
+            for leftover in leftovers:
+                if leftover.kind == STASH and any(
+                    leftover.rev and leftover.rev in word for word in words
+                ):
+                    note = f"hermes update receipt {receipt.name} says parked"
+                    if note not in leftover.notes:
+                        leftover.notes.append(note)
+
+
+def find_leftovers(
+    install: Install,
+    patch_set: PatchSet,
+    *,
+    new_stashes: set[str] = frozenset(),  # type: ignore[assignment]
+    exclude_run: str | None = None,
+) -> list[Leftover]:
+    """Everything left behind now, each classified by content."""
+    found = _stash_leftovers(install.path, set(new_stashes))
+    found += _autostash_leftovers(install)
+    found += _set_aside_leftovers(install.path, exclude_run)
+    for leftover in found:
+        classify_content(install.path, leftover, patch_set)
+    _note_parked_receipts(install, found)
+    return found + _unmerged_leftover(install)
+
+
+def find_by_id(install: Install, patch_set: PatchSet, wanted: str) -> Leftover:
+    """The leftover whose id (or commit) starts with WANTED; a one-line error otherwise."""
+    matches = [
+        item
+        for item in find_leftovers(install, patch_set)
+        if item.id == wanted or (item.rev and len(wanted) >= 4 and item.rev.startswith(wanted))
+    ]
+    if not matches:
+        raise UserError(f"{install.path}: no leftover {wanted!r} (see `patchkeeper leftovers`)")
+    if len(matches) > 1:
+        raise UserError(f"{install.path}: {wanted!r} names several leftovers; give more digits")
+    return matches[0]
+
+
+# ---------------------------------------------------------------- show, restore, drop
+
+
+def content_tree(repo: Path, leftover: Leftover) -> str:
+    """The leftover's work tree as one tree: tracked content plus its untracked files."""
+    assert leftover.rev
+    if not leftover.untracked:
+        return tree_of(repo, leftover.rev)
+    with scratch_index(repo) as index:
+        index.load_ref(leftover.rev, [])
+        index.load_ref(leftover.untracked, [], overlay=True)
+        return index.write_tree()
+
+
+def leftover_diff(repo: Path, leftover: Leftover) -> bytes:
+    if leftover.kind == UNMERGED:
+        return git.run(["diff"], repo).stdout
+    assert leftover.base
+    return git.run(
+        ["diff", "--binary", "--no-renames", leftover.base, content_tree(repo, leftover)], repo
+    ).stdout
+
+
+def preview_restore(install: Install, leftover: Leftover) -> MergePreview:
+    if leftover.kind == UNMERGED or not leftover.base:
+        raise UserError(f"{install.path}: unmerged paths are resolved with git, not restored")
+    theirs = content_tree(install.path, leftover)
+    return merge_preview(install.path, leftover.base, worktree_tree(install), theirs)
+
+
+def save_backup(repo: Path, leftover: Leftover) -> str:
+    assert leftover.rev
+    git.run(
+        [
+            "update-ref",
+            "-m",
+            f"patchkeeper: backup of {leftover.label}",
+            leftover.backup_ref,
+            leftover.rev,
+        ],
+        repo,
+    )
+    return leftover.backup_ref
+
+
+def undo_command(install: Install, leftover: Leftover) -> str:
+    """The one command that puts a dropped leftover back where it was."""
+    where = f"git -C {install.path}"
+    if leftover.kind == STASH:
+        message = leftover.label.split(" ", 1)[-1]
+        return f"{where} stash store -m {json.dumps(message)} {leftover.backup_ref}"
+    if leftover.kind == SET_ASIDE:
+        return f"{where} update-ref {leftover.label} {leftover.backup_ref}"
+    return f"{where} rev-parse {leftover.backup_ref} > {leftover.label}"
+
+
+def drop(install: Install, leftover: Leftover) -> str:
+    """Save a backup ref, then remove the leftover. Returns the backup ref."""
+    if leftover.kind == UNMERGED or not leftover.rev:
+        raise UserError(f"{install.path}: unmerged paths are resolved with git, not dropped")
+    if leftover.kind == AUTOSTASH_FILE and operation_in_progress(install):
+        raise UserError(
+            f"{leftover.label}: belongs to an operation in progress; finish or abort it first"
+        )
+    backup = save_backup(install.path, leftover)
+    if leftover.kind == STASH:
+        selector = next(
+            (sel for sel, sha, _, _ in _stash_entries(install.path) if sha == leftover.rev), None
+        )
+        if selector is not None:
+            git.run(["stash", "drop", "-q", selector], install.path)
+    elif leftover.kind == SET_ASIDE:
+        git.run(["update-ref", "-d", leftover.label, leftover.rev], install.path)
+    else:
+        Path(leftover.label).unlink(missing_ok=True)
+    return backup

@@ -1,0 +1,129 @@
+"""`patchkeeper recover`: finish or roll back an update that was interrupted.
+
+The journal says how far the run got. Until the upstream command has moved HEAD, the way back
+is exact and cheap: the `before` ref holds the whole work tree as it was (patches and the
+user's edits) and the run folder holds the state patchkeeper had, so both are put back as they
+were. Once HEAD has moved (or the upstream command finished), the way is forward: the run's
+own phases 5-10 (leftovers, apply, restore, smoke, post, report) are run again; each is
+idempotent, so it does not matter where inside them the crash happened.
+
+An upstream command that is still running (its process group is alive) is never taken for
+dead: recover says so (exit 6) and changes nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+
+from patchkeeper import exitcodes, git
+from patchkeeper import journal as jr
+from patchkeeper import leftovers as lo
+from patchkeeper.commands.common import Workspace
+from patchkeeper.errors import BusyError
+from patchkeeper.lock import InstallLock
+from patchkeeper.patching import TreeReport, worktree_status
+from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR
+from patchkeeper.update import STATE_BACKUP, UpdateOptions, UpdateReport, UpdateRun, group_alive
+from patchkeeper.verdict import tree_exit_code
+
+NOTHING = "nothing"  # no unfinished update
+OLD = "old"  # the old version, with patches and edits as they were
+NEW = "new"  # the new version, with patches and edits carried over
+
+
+@dataclass
+class RecoverReport:
+    journal: jr.Journal | None
+    direction: str
+    actions: list[str] = field(default_factory=list)
+    update: UpdateReport | None = None  # the finished run (direction NEW)
+    tree: TreeReport | None = None  # how the patches stand afterwards (direction OLD)
+
+    def exit_code(self) -> int:
+        if self.update is not None:
+            return self.update.exit_code()
+        if self.tree is not None:
+            return tree_exit_code(self.tree.results, pending_needs_attention=True)
+        return exitcodes.OK
+
+
+def _refuse_if_upstream_running(journal: jr.Journal) -> None:
+    pgid = journal.upstream_pgid
+    running = journal.phase == jr.UPSTREAM_PHASE and journal.upstream_exit is None
+    if running and pgid and group_alive(pgid):
+        raise BusyError(
+            f"the upstream command of update {journal.id} is still running (process group "
+            f"{pgid}); wait for it to end (or stop it), then run `patchkeeper recover`"
+        )
+
+
+def _goes_back(workspace: Workspace, journal: jr.Journal) -> bool:
+    if journal.phase < jr.UPSTREAM_PHASE:
+        return True
+    moved = workspace.install.head() != journal.old_head
+    return journal.phase == jr.UPSTREAM_PHASE and journal.upstream_exit is None and not moved
+
+
+def _restore_state(workspace: Workspace, journal: jr.Journal) -> None:
+    """Put back applied.json and the written diffs as they were before the run."""
+    state_dir = workspace.install.state_dir
+    backup = journal.run_dir(state_dir) / STATE_BACKUP
+    (state_dir / APPLIED_FILE).unlink(missing_ok=True)
+    shutil.rmtree(state_dir / WRITTEN_DIR, ignore_errors=True)
+    if (backup / APPLIED_FILE).is_file():
+        shutil.copy2(backup / APPLIED_FILE, state_dir / APPLIED_FILE)
+    if (backup / WRITTEN_DIR).is_dir():
+        shutil.copytree(backup / WRITTEN_DIR, state_dir / WRITTEN_DIR)
+
+
+def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) -> None:
+    install = workspace.install
+    before = git.rev_parse(install.path, journal.ref("before"))
+    if before is None:
+        report.actions.append("nothing had been changed yet: the install is as it was")
+    else:
+        current = lo.worktree_tree(install)
+        diff = git.run(
+            [
+                "diff",
+                "--binary",
+                "--full-index",
+                "--no-renames",
+                current,
+                lo.tree_of(install.path, before),
+            ],
+            install.path,
+        ).stdout
+        if diff:
+            git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
+        _restore_state(workspace, journal)
+        report.actions.append(
+            f"put the work tree back as it was before update {journal.id} "
+            "(patches and your edits), and patchkeeper's record of what it wrote"
+        )
+    for what in ("before", "edits"):
+        git.run(["update-ref", "-d", journal.ref(what)], install.path, check=False)
+    shutil.rmtree(journal.run_dir(install.state_dir) / STATE_BACKUP, ignore_errors=True)
+    jr.finish(install.state_dir, journal)
+    report.tree = worktree_status(install, workspace.settings, workspace.patch_set)
+
+
+def recover(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> RecoverReport:
+    """Bring the install to a consistent state after an interrupted update; say what was done."""
+    state_dir = workspace.install.state_dir
+    journal = jr.load(state_dir)
+    if journal is None:
+        return RecoverReport(None, NOTHING, ["no unfinished update: nothing to recover"])
+    _refuse_if_upstream_running(journal)
+    report = RecoverReport(journal, OLD if _goes_back(workspace, journal) else NEW)
+    report.actions.append(
+        f"update {journal.id} (pid {journal.pid}) stopped in phase {journal.phase_label}"
+    )
+    if report.direction == OLD:
+        roll_back(workspace, journal, report)
+        return report
+    report.actions.append("the upstream command had run: finishing the update (phases 5-10)")
+    run = UpdateRun(workspace, lock, options, journal)
+    report.update = run.complete()
+    return report

@@ -1,0 +1,661 @@
+"""`patchkeeper update`: run the upstream's updater and carry the patch set across it.
+
+The updater (`hermes update`) stashes whatever is dirty, moves HEAD, and may leave the stash
+parked while reporting success. So patchkeeper never lets it see a dirty tree: before it runs,
+patchkeeper takes its own patches out and puts the user's own edits into a named ref (a commit
+on the old HEAD), leaving a clean checkout; afterwards it applies the patch set to the new
+version and merges the edits back file by file. Each phase is recorded in the journal before
+it starts (journal.py), and everything the phases need to undo or finish the run lives in git
+objects named by refs, so `recover` can finish or roll back a run killed at any point.
+
+Phases: 1 preflight, 2 preview, 3 set-aside, 4 upstream, 5 leftovers, 6 apply, 7 restore,
+8 smoke, 9 post, 10 report. Phases 5-10 are also how `recover` finishes an interrupted run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from patchkeeper import exitcodes, git
+from patchkeeper import journal as jr
+from patchkeeper import leftovers as lo
+from patchkeeper import outcomes as oc
+from patchkeeper.checking import RefReport, check_ref
+from patchkeeper.commands.common import Workspace
+from patchkeeper.engine import split_hunks
+from patchkeeper.errors import PatchkeeperError
+from patchkeeper.install import (
+    Install,
+    install_version,
+    operation_in_progress,
+    refuse_if_busy_with_git,
+)
+from patchkeeper.lock import InstallLock
+from patchkeeper.patching import TreeReport, apply_patches
+from patchkeeper.scratch import scratch_index
+from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
+
+DEFAULT_TIMEOUT = 3600.0
+KILL_GRACE_SECONDS = 3.0
+TAIL_LINES = 20
+STATE_BACKUP = "state"
+# Outcomes after which a patch's content is back in the tree (or no longer needed).
+BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
+
+
+# ---------------------------------------------------------------- result model
+
+
+@dataclass
+class PhaseRecord:
+    number: int
+    name: str
+    status: str  # done, skipped, failed
+    seconds: float = 0.0
+    detail: str = ""
+
+
+@dataclass
+class CommandResult:
+    """One external command (the upstream updater, a post-apply command)."""
+
+    command: list[str]
+    exit_status: int | None = None  # None: did not finish; negative: killed by that signal
+    timed_out: bool = False
+    error: str = ""
+    seconds: float = 0.0
+    tail: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0 and not self.timed_out and not self.error
+
+    def describe(self) -> str:
+        if self.error:
+            return self.error
+        if self.timed_out:
+            return f"timed out after {self.seconds:.0f}s; its process group was killed"
+        if self.exit_status is not None and self.exit_status < 0:
+            return f"killed by signal {-self.exit_status}"
+        return f"exit {self.exit_status}"
+
+
+@dataclass
+class KeptFile:
+    path: str
+    take: str  # command that writes the user's version of the file
+    show: str  # command that shows the user's edit
+
+
+@dataclass
+class RestoreResult:
+    ref: str | None
+    restored: list[str] = field(default_factory=list)
+    kept: list[KeptFile] = field(default_factory=list)
+
+
+@dataclass
+class LeftoverAction:
+    leftover: lo.Leftover
+    action: str  # dropped, kept, found-before
+    detail: str = ""
+    backup_ref: str | None = None
+    command: str = ""  # restore (kept) or undo (dropped)
+
+
+@dataclass
+class SmokeReport:
+    status: str  # not-configured, pass, fail, error
+    detail: str = ""
+    checks: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class UpdateReport:
+    install: Install
+    run_id: str
+    head_before: str
+    version_before: str
+    head_after: str | None = None
+    version_after: str | None = None
+    phases: list[PhaseRecord] = field(default_factory=list)
+    preview: RefReport | None = None
+    upstream: CommandResult | None = None
+    leftovers: list[LeftoverAction] = field(default_factory=list)
+    tree: TreeReport | None = None
+    restore: RestoreResult | None = None
+    smoke: SmokeReport = field(default_factory=lambda: SmokeReport("not-configured"))
+    post: list[CommandResult] = field(default_factory=list)
+    attention: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    finished: bool = False  # False: the journal stays for `recover`
+
+    @property
+    def patch_results(self) -> list[oc.PatchResult]:
+        if self.tree is not None:
+            return self.tree.results
+        return self.preview.results if self.preview else []
+
+    def exit_code(self) -> int:
+        codes = [exitcodes.ATTENTION] if self.attention else []
+        if any(r.outcome in oc.FAILED for r in self.patch_results):
+            codes.append(exitcodes.PATCH_FAILED)
+        if self.smoke.status in ("fail", "error"):
+            codes.append(exitcodes.SMOKE_FAILED)
+        return exitcodes.worst(*codes)
+
+
+# ---------------------------------------------------------------- external commands
+
+
+def _pump(stream: BinaryIO, sink: BinaryIO, tail: deque[str]) -> None:
+    for line in iter(stream.readline, b""):
+        sink.write(line)
+        sink.flush()
+        tail.append(line.decode(errors="replace").rstrip("\n"))
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def run_streamed(
+    command: list[str],
+    cwd: Path,
+    timeout: float,
+    sink: BinaryIO,
+    on_start: Callable[[int], None] = lambda pid: None,
+) -> CommandResult:
+    """Run COMMAND in its own process group, its output streamed to SINK as it comes.
+
+    On timeout the whole group gets SIGTERM, then SIGKILL after a grace period, so helpers
+    the command started do not outlive it.
+    """
+    result = CommandResult(list(command))
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        result.error = f"could not start {command[0]}: {exc.strerror or exc}"
+        return result
+    on_start(proc.pid)
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    assert proc.stdout is not None
+    reader = threading.Thread(target=_pump, args=(proc.stdout, sink, tail), daemon=True)
+    reader.start()
+    try:
+        result.exit_status = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        result.timed_out = True
+        _kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        result.exit_status = proc.returncode
+    if result.timed_out:  # members that outlived the leader
+        _kill_group(proc.pid, signal.SIGKILL)
+    reader.join(2.0)  # a helper that escaped the group may hold the pipe: do not wait on it
+    result.seconds = time.monotonic() - started
+    result.tail = list(tail)
+    return result
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ---------------------------------------------------------------- smoke (plug-in point)
+
+
+def run_smoke_checks(
+    workspace: Workspace, results: list[oc.PatchResult], progress: Callable[[str, str], None]
+) -> SmokeReport:
+    """The one place smoke checks plug in: `patchkeeper.smoke.run_for_patches` when shipped.
+
+    No smoke module, or no check named by the patches in place, is `not-configured`: never
+    a pass, though not a failure either.
+    """
+    try:
+        smoke = importlib.import_module("patchkeeper.smoke")
+    except ModuleNotFoundError as exc:
+        if exc.name != "patchkeeper.smoke":
+            raise
+        return SmokeReport("not-configured", "this build has no smoke checks")
+    runner = getattr(smoke, "run_for_patches", None)
+    if runner is None:
+        return SmokeReport("not-configured", "patchkeeper.smoke has no run_for_patches()")
+    ws = workspace
+    checks = runner(ws.install, ws.settings, ws.patch_set, results, progress).results
+    if not checks:
+        return SmokeReport("not-configured", "no smoke check named by the patches in place")
+    verdicts = [check.verdict for check in checks]
+    status = "pass" if set(verdicts) == {"pass"} else "fail" if "fail" in verdicts else "error"
+    detail = ", ".join(
+        f"{c.name} {c.verdict}" + (f" ({c.detail})" if c.detail else "") for c in checks
+    )
+    return SmokeReport(
+        status, detail, [{"name": c.name, "verdict": c.verdict, "detail": c.detail} for c in checks]
+    )
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class UpdateOptions:
+    args: tuple[str, ...] = ()
+    timeout: float | None = None
+    preview: str | None = None
+    force: bool = False
+    as_json: bool = False  # progress and upstream output then go to stderr
+
+
+def _sink(as_json: bool) -> BinaryIO:
+    return sys.stderr.buffer if as_json else sys.stdout.buffer
+
+
+class UpdateRun:
+    """One update (or the rest of one, for `recover`), phase by phase."""
+
+    def __init__(
+        self, workspace: Workspace, lock: InstallLock, options: UpdateOptions, journal: jr.Journal
+    ) -> None:
+        self.ws = workspace
+        self.install = workspace.install
+        self.state_dir = workspace.install.state_dir
+        self.lock = lock
+        self.options = options
+        self.journal = journal
+        self.sink = _sink(options.as_json)
+        self.report = UpdateReport(self.install, journal.id, journal.old_head, journal.old_version)
+
+    # -- helpers
+
+    def say(self, line: str) -> None:
+        self.sink.write(f"patchkeeper: {line}\n".encode())
+        self.sink.flush()
+
+    def phase(self, number: int, body: Callable[[], str]) -> None:
+        name = jr.phase_name(number)
+        jr.begin_phase(self.state_dir, self.journal, number)
+        self.lock.set_phase(name)
+        self.say(f"[{number}/{len(jr.PHASES)}] {name}")
+        started = time.monotonic()
+        record = PhaseRecord(number, name, "done")
+        self.report.phases.append(record)
+        try:
+            record.detail = body()
+        except BaseException:
+            record.status = "failed"
+            raise
+        finally:
+            record.seconds = round(time.monotonic() - started, 3)
+
+    def _skip(self, number: int, why: str) -> None:
+        self.report.phases.append(PhaseRecord(number, jr.phase_name(number), "skipped", 0, why))
+
+    # -- phases 1-4
+
+    def preflight(self) -> str:
+        leftovers = lo.find_leftovers(self.install, self.ws.patch_set)
+        for item in leftovers:
+            self.report.leftovers.append(LeftoverAction(item, "found-before"))
+        self.journal.extra["leftovers_before"] = [item.id for item in leftovers]
+        jr.save(self.state_dir, self.journal)
+        return f"HEAD {self.journal.old_head[:12]}, version {self.journal.old_version}"
+
+    def preview(self) -> bool:
+        """Phase 2; False when the update must stop here (a patch would not apply)."""
+        ref = self.options.preview
+        if ref is None:
+            self._skip(2, "no --preview REF")
+            return True
+        stop = False
+
+        def body() -> str:
+            nonlocal stop
+            self.report.preview = check_ref(self.install.path, self.ws.patch_set, ref)
+            failed = [r.name for r in self.report.preview.results if r.outcome in oc.FAILED]
+            if failed and not self.options.force:
+                stop = True
+                return f"{', '.join(failed)} would not apply on {ref}: stopped (use --force)"
+            return f"{ref}: " + (f"{', '.join(failed)} would not apply" if failed else "clean")
+
+        self.phase(2, body)
+        return not stop
+
+    def set_aside(self) -> str:
+        """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
+        head = self.journal.old_head
+        head_tree = lo.tree_of(self.install.path, head)
+        snapshot = lo.worktree_tree(self.install)
+        records = load_applied(self.state_dir)
+        index_dirty = git.run(["diff", "--cached", "--quiet"], self.install.path, check=False)
+        if snapshot == head_tree and not records and index_dirty.returncode == 0:
+            return "the tree is clean: nothing to set aside"
+        self._backup_state()
+        before = lo.commit_tree(
+            self.install.path,
+            snapshot,
+            head,
+            f"patchkeeper: work tree before update {self.journal.id}",
+        )
+        self._set_ref("before", before)
+        edits_tree = self._strip_patches(snapshot, records)
+        if edits_tree != head_tree:
+            edits = lo.commit_tree(
+                self.install.path,
+                edits_tree,
+                head,
+                f"patchkeeper: your edits, set aside by update {self.journal.id}",
+            )
+            self._set_ref("edits", edits)
+        save_applied(self.state_dir, {}, {})
+        diff = git.run(
+            ["diff", "--binary", "--full-index", "--no-renames", snapshot, head_tree],
+            self.install.path,
+        ).stdout
+        if diff:
+            git.run(["apply", "--whitespace=nowarn", "-"], self.install.path, stdin=diff)
+        git.run(["reset", "-q"], self.install.path)
+        changed = lo.changed_paths(self.install.path, head_tree, edits_tree)
+        kept = (
+            f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
+            if changed
+            else ("no edits of yours")
+        )
+        return f"took out {len(records)} patch(es); {kept}"
+
+    def _set_ref(self, what: str, commit: str) -> None:
+        ref = self.journal.ref(what)
+        git.run(["update-ref", ref, commit], self.install.path)
+        setattr(self.journal, f"{what}_ref", ref)
+        jr.save(self.state_dir, self.journal)
+
+    def _backup_state(self) -> None:
+        target = self.journal.run_dir(self.state_dir) / STATE_BACKUP
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True)
+        if (self.state_dir / APPLIED_FILE).is_file():
+            shutil.copy2(self.state_dir / APPLIED_FILE, target / APPLIED_FILE)
+        if (self.state_dir / WRITTEN_DIR).is_dir():
+            shutil.copytree(self.state_dir / WRITTEN_DIR, target / WRITTEN_DIR)
+
+    def _strip_patches(self, snapshot: str, records: dict) -> str:
+        """The snapshot without what patchkeeper wrote (latest first); drifted content stays."""
+        order = [p.name for p in self.ws.patch_set.patches]
+        order += sorted(set(records) - set(order))
+        with scratch_index(self.install.path) as index:
+            index.read_tree(snapshot)
+            for name in reversed(order):
+                if name not in records:
+                    continue
+                diff = written_diff(self.state_dir, records[name])
+                if index.apply(diff, "--reverse").returncode == 0:
+                    continue
+                if index.apply(diff, "--check").returncode == 0:
+                    self.report.notes.append(f"{name} was recorded but gone from the tree")
+                    continue
+                files = ", ".join(sorted({p for p, _, _ in split_hunks(diff)}))
+                self.report.notes.append(
+                    f"{name} was changed by hand since it was applied ({files}): "
+                    "kept with your edits"
+                )
+            return index.write_tree()
+
+    def upstream(self) -> str:
+        command = [*self.ws.settings.update_command, *self.options.args]
+        timeout = self.options.timeout or self.ws.settings.update_timeout or DEFAULT_TIMEOUT
+        self.say(f"running {' '.join(command)} (in {self.install.path}, timeout {timeout:g}s)")
+
+        def started(pid: int) -> None:
+            self.journal.upstream_pgid = pid
+            jr.save(self.state_dir, self.journal)
+
+        result = run_streamed(command, self.install.path, timeout, self.sink, started)
+        self.report.upstream = result
+        self.journal.upstream_exit = result.exit_status
+        self.journal.upstream_ok = result.ok
+        jr.save(self.state_dir, self.journal)
+        if result.timed_out:
+            self._remove_stale_index_lock()
+        if not result.ok:
+            self.report.attention.append(
+                f"the upstream command failed ({result.describe()}): the install stays at "
+                f"{(self.install.head() or '?')[:12]}, your patches and edits are put back"
+            )
+        return result.describe()
+
+    def _remove_stale_index_lock(self) -> None:
+        """A git killed with the updater's process group leaves index.lock behind."""
+        lock = self.install.git_dir / "index.lock"
+        if lock.exists():
+            lock.unlink()
+            self.report.notes.append(f"removed {lock} left by the killed upstream command")
+
+    # -- phases 5-10 (also how `recover` finishes a run)
+
+    def leftovers(self) -> str:
+        new = lo.new_stash_shas(self.install.path, self.journal.stash_top, _epoch(self.journal))
+        before = set(self.journal.extra.get("leftovers_before", []))
+        self.report.leftovers = []
+        found = lo.find_leftovers(
+            self.install, self.ws.patch_set, new_stashes=new, exclude_run=self.journal.id
+        )
+        for item in found:
+            action = LeftoverAction(item, "found")
+            if item.id not in before:
+                item.notes.append("left by this update's upstream command")
+            self.report.leftovers.append(action)
+        summary = ", ".join(
+            f"{a.leftover.id} {a.leftover.classification}" for a in self.report.leftovers
+        )
+        return summary or "nothing left behind"
+
+    def blocked(self) -> str | None:
+        """A git operation the updater left unfinished: applying now would mix into it."""
+        return operation_in_progress(self.install)
+
+    def apply(self) -> str:
+        self.report.tree = apply_patches(self.install, self.ws.settings, self.ws.patch_set)
+        results = self.report.tree.results
+        for result in results:
+            if result.outcome == oc.UPSTREAM_HAS_IT:
+                self.report.notes.append(
+                    f"{result.name}: upstream has it now: retire the patch (drop it from series)"
+                )
+            if result.outcome == oc.DRIFTED:
+                self.report.attention.append(f"{result.name} drifted: {result.detail}")
+        self._settle_leftovers({r.name: r.outcome for r in results})
+        return ", ".join(f"{r.name} {r.outcome}" for r in results) or "the patch set is empty"
+
+    def _settle_leftovers(self, outcomes: dict[str, str]) -> None:
+        """Drop patch-content leftovers whose patches are back (after a backup); flag the rest."""
+        for action in self.report.leftovers:
+            item = action.leftover
+            back = item.patches and all(outcomes.get(n) in BACK_IN_PLACE for n in item.patches)
+            if item.classification == lo.PATCH_CONTENT and back:
+                action.backup_ref = lo.drop(self.install, item)
+                action.action = "dropped"
+                action.detail = "held only patch content, which is back in place"
+                action.command = lo.undo_command(self.install, item)
+                continue
+            action.action = "kept"
+            if item.kind == lo.UNMERGED:
+                action.detail = "unmerged paths: resolve with git"
+            elif item.classification == lo.PATCH_CONTENT:
+                action.detail = "holds patch content that is not back in place"
+            else:
+                action.detail = f"holds {item.classification.replace('-', ' ')}"
+            action.command = item.restore_command(self.install)
+            self.report.attention.append(
+                f"leftover {item.id} ({item.kind}, {item.classification}) kept: {action.command}"
+            )
+
+    def restore(self) -> str:
+        ref = self.journal.edits_ref
+        self.report.restore = result = RestoreResult(ref)
+        if ref is None:
+            return "no edits of yours to restore"
+        base = self.journal.old_head
+        preview = lo.merge_preview(
+            self.install.path,
+            base,
+            lo.worktree_tree(self.install),
+            lo.tree_of(self.install.path, ref),
+        )
+        result.restored = lo.write_merge(self.install, preview)
+        where = f"git -C {self.install.path}"
+        for path in preview.conflicts:
+            result.kept.append(
+                KeptFile(
+                    path,
+                    take=f"{where} restore --source={ref} --worktree -- {path}",
+                    show=f"{where} diff {base[:12]} {ref} -- {path}",
+                )
+            )
+        if result.kept:
+            self.report.attention.append(
+                f"{len(result.kept)} file(s) of your edits conflict with the new version; "
+                f"they stay in {ref}"
+            )
+        else:
+            git.run(["update-ref", "-d", ref], self.install.path)
+        return f"restored {len(result.restored)} file(s), kept {len(result.kept)} in {ref}"
+
+    def smoke(self) -> str:
+        results = self.report.tree.results if self.report.tree else []
+        self.report.smoke = run_smoke_checks(
+            self.ws, results, lambda name, text: self.say(f"smoke {name}: {text}")
+        )
+        return f"smoke: {self.report.smoke.status}"
+
+    def post(self) -> str:
+        timeout = self.options.timeout or self.ws.settings.update_timeout or DEFAULT_TIMEOUT
+        for command in self.ws.settings.post_apply:
+            self.say(f"running {' '.join(command)}")
+            result = run_streamed(list(command), self.install.path, timeout, self.sink)
+            self.report.post.append(result)
+            if not result.ok:
+                self.report.attention.append(
+                    f"post-apply command {' '.join(command)} failed ({result.describe()})"
+                )
+        return f"{len(self.report.post)} command(s)"
+
+    def finish(self) -> None:
+        """Phase 10: the run is complete; the snapshot is no longer needed."""
+        info = install_version(self.install, self.ws.settings)
+        self.report.head_after = self.install.head()
+        self.report.version_after = str(info)
+        if self.journal.before_ref:
+            git.run(["update-ref", "-d", self.journal.before_ref], self.install.path, check=False)
+        shutil.rmtree(self.journal.run_dir(self.state_dir) / STATE_BACKUP, ignore_errors=True)
+        jr.finish(self.state_dir, self.journal)
+        self.report.finished = True
+
+    def complete(self) -> UpdateReport:
+        """Phases 5-10: find leftovers, apply, restore, smoke, post, report."""
+        self.phase(5, self.leftovers)
+        blocked = self.blocked()
+        if blocked:
+            for number in range(6, 11):
+                self._skip(number, blocked)
+            self.report.attention.append(
+                f"{blocked}: patches not applied, your edits stay in "
+                f"{self.journal.edits_ref or '(none)'}; finish or abort it with git, then run "
+                "`patchkeeper recover`"
+            )
+            self.report.head_after = self.install.head()
+            return self.report
+        self.phase(6, self.apply)
+        self.phase(7, self.restore)
+        self.phase(8, self.smoke)
+        if self.journal.upstream_ok is False:
+            self._skip(9, "the upstream command failed")
+        else:
+            self.phase(9, self.post)
+        self.phase(10, lambda: "done")
+        self.finish()
+        return self.report
+
+
+def _epoch(journal: jr.Journal) -> float:
+    return dt.datetime.fromisoformat(journal.started_at).timestamp()
+
+
+def refuse_if_unfinished(install: Install) -> None:
+    journal = jr.load(install.state_dir)
+    if journal is not None:
+        raise PatchkeeperError(
+            f"{install.path}: update {journal.id} (pid {journal.pid}) stopped in phase "
+            f"{journal.phase_label}; run `patchkeeper recover` first",
+            exitcodes.ATTENTION,
+        )
+
+
+def start_journal(workspace: Workspace) -> jr.Journal:
+    install = workspace.install
+    head = install.head()
+    if head is None:
+        raise PatchkeeperError(f"{install.path}: HEAD does not name a commit", exitcodes.USAGE)
+    return jr.Journal(
+        id=jr.new_run_id(),
+        pid=os.getpid(),
+        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        old_head=head,
+        old_version=str(install_version(install, workspace.settings)),
+        stash_top=lo.stash_top(install.path),
+    )
+
+
+def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
+    """The whole update. The caller holds the install lock; refusals change nothing."""
+    refuse_if_unfinished(workspace.install)
+    refuse_if_busy_with_git(workspace.install)
+    journal = start_journal(workspace)
+    run = UpdateRun(workspace, lock, options, journal)
+    try:
+        run.phase(1, run.preflight)
+        go_on = run.preview()
+    except PatchkeeperError:  # nothing was changed yet: no journal to recover from
+        (workspace.install.state_dir / jr.JOURNAL_FILE).unlink(missing_ok=True)
+        raise
+    if not go_on:
+        for number in range(3, 10):
+            run._skip(number, "stopped after preview")
+        run.phase(10, lambda: "stopped before touching anything")
+        run.finish()
+        return run.report
+    run.phase(3, run.set_aside)
+    run.phase(4, run.upstream)
+    return run.complete()
