@@ -35,12 +35,18 @@ _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment witho
 class Classification:
     """Every patch's result plus the scratch trees before and after (for the writer)."""
 
+    repo: Path
+
     results: list[PatchResult]
     start_tree: str
     final_tree: str
 
-    def combined_diff(self, repo: Path) -> bytes:
-        return tree_diff(repo, self.start_tree, self.final_tree)
+    def combined_diff(self) -> bytes:
+        return tree_diff(self.repo, self.start_tree, self.final_tree)
+
+    def patch_diff(self, result: PatchResult) -> bytes | None:
+        """The exact diff RESULT's patch made to the target (what a record keeps)."""
+        return tree_diff(self.repo, *result.trees) if result.trees else None
 
 
 @dataclass(frozen=True)
@@ -151,15 +157,6 @@ def conflicting_hunks(index: ScratchIndex, diff: bytes, files: list[str]) -> lis
     return conflicts
 
 
-def _try_forward(index: ScratchIndex, result: PatchResult, diff: bytes) -> bool:
-    proc = index.apply(diff)
-    if proc.returncode != 0:
-        return False
-    result.offsets = parse_offsets(proc.stderr)
-    result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
-    return True
-
-
 def _try_three_way(index: ScratchIndex, result: PatchResult, diff: bytes, files: list[str]):
     before = index.write_tree()
     proc = index.apply(diff, "--3way")
@@ -179,9 +176,10 @@ def classify_one(
 ) -> None:
     """Try one patch on the scratch index; leave the index holding its result if it applies."""
     diff = patch_file.diff
-    check = index.apply(diff, "--check")
+    check = index.apply(diff)  # atomic: applied in full, or the index is unchanged
     if check.returncode == 0:
-        _try_forward(index, result, diff)
+        result.offsets = parse_offsets(check.stderr)
+        result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
         return
     if check.returncode == _GIT_FATAL or any(_CORRUPT_RE.search(x) for x in _lines(check.stderr)):
         result.outcome = oc.INVALID
@@ -233,7 +231,7 @@ def classify(
             if (variant := selected[patch.name]) is not None:
                 result.variant = str(variant.path.relative_to(patch_set.root))
         _hold_back_dependents(index, patch_set, selected, results, start)
-        return Classification(results, start, index.write_tree())
+        return Classification(repo, results, start, index.write_tree())
 
 
 def _classify_patch(
@@ -279,7 +277,7 @@ def _classify_patch(
         result.notes.append("the version applied earlier stays in place")
     after = index.write_tree()
     if after != before:
-        result.diff = tree_diff(index.repo, before, after)
+        result.trees = (before, after)
     return result
 
 
@@ -329,13 +327,15 @@ def _hold_back_dependents(
             blocker = failed_files[shared[0]]
             result.outcome = oc.CONFLICT
             result.detail = f"held back: shares {shared[0]} with {blocker}, which did not apply"
-            result.diff = None
+            result.trees = None
             failed_files.update(dict.fromkeys(files, patch.name))
             held = True
     if held:
         index.read_tree(start)
         for result in results:
-            if result.diff is not None and index.apply(result.diff).returncode != 0:
+            if result.trees is None:
+                continue
+            if index.apply(tree_diff(index.repo, *result.trees)).returncode != 0:
                 raise GitError(f"internal: {result.name} no longer applies after a hold-back")
 
 

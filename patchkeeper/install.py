@@ -37,23 +37,28 @@ class Install:
 
 
 def open_install(path: Path) -> Install:
-    """The checkout at PATH, or a one-line error (exit 2) saying why it is not one."""
+    """The checkout at PATH, or a one-line error (exit 2) saying why it is not one.
+
+    One `git rev-parse` answers all three questions (a repository? bare? its top and git
+    directory?), which matters for a tool that runs first in every command.
+    """
     path = path.expanduser()
     if not path.is_dir():
         raise UserError(f"{path}: install not found (set [install] path or pass --install)")
-    from git import InvalidGitRepositoryError, NoSuchPathError, Repo
-
-    try:
-        with Repo(path) as repo:
-            if repo.bare or repo.working_tree_dir is None:
-                raise UserError(f"{path}: a bare repository is not an install")
-            top = Path(repo.working_tree_dir).resolve()
-            git_dir = Path(repo.git_dir).resolve()
-    except (InvalidGitRepositoryError, NoSuchPathError):
-        raise UserError(f"{path}: not a git repository") from None
+    proc = git.run(
+        ["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
+        path,
+        check=False,
+    )
+    answers = proc.stdout.decode(errors="surrogateescape").splitlines()
+    if proc.returncode != 0 and b"not a git repository" in proc.stderr:
+        raise UserError(f"{path}: not a git repository")
+    if answers[:1] == ["true"] or len(answers) < 3:
+        raise UserError(f"{path}: a bare repository is not an install")
+    top = Path(answers[2]).resolve()
     if top != path.resolve():
         raise UserError(f"{path}: not the top of a checkout (that is {top})")
-    return Install(path=top, git_dir=git_dir)
+    return Install(path=top, git_dir=Path(answers[1]).resolve())
 
 
 def operation_in_progress(install: Install) -> str | None:

@@ -60,7 +60,8 @@ class PatchResult:
     merged_files: list[str] = field(default_factory=list)
     conflicts: list[HunkConflict] = field(default_factory=list)
     recorded: bool = False  # patchkeeper's state says it wrote this patch
-    diff: bytes | None = field(default=None, repr=False)  # what this patch changes in the target
+    # Scratch trees before and after this patch changed the target (None: it changed nothing).
+    trees: tuple[str, str] | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list)
 
     @property

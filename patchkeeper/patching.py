@@ -90,16 +90,17 @@ def _now() -> str:
 def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
     version, classification, records = classify_worktree(install, settings, patch_set)
     head = install.head() or ""
-    _write(install, classification.combined_diff(install.path))
+    _write(install, classification.combined_diff())
     new_diffs: dict[str, bytes] = {}
     recorded_before = dict(records)
     for result in classification.results:
         variant = patch_set.by_name(result.name)
         selected = variant.select(version.version) if variant else None
-        if not result.recorded or (result.diff is not None and result.outcome not in oc.WRITES):
+        written = classification.patch_diff(result)
+        if not result.recorded or (written is not None and result.outcome not in oc.WRITES):
             records.pop(result.name, None)  # its content is gone, or was taken out just now
-        if result.outcome in oc.WRITES and selected and result.diff is not None:
-            new_diffs[result.name] = result.diff
+        if result.outcome in oc.WRITES and selected and written is not None:
+            new_diffs[result.name] = written
         elif result.outcome == oc.ALREADY_APPLIED and not result.recorded and selected:
             new_diffs[result.name] = selected.diff  # adopt: present but never recorded
         else:

@@ -22,12 +22,17 @@ class ScratchIndex:
     def __init__(self, repo: Path, index_file: Path) -> None:
         self.repo = repo
         self.env = {"GIT_INDEX_FILE": str(index_file)}
+        self._tree: str | None = None  # the tree of the index as it is now, once written
 
     def _git(self, args: list[str], stdin: bytes | None = None, check: bool = True):
         return git.run(args, self.repo, env=self.env, stdin=stdin, check=check)
 
+    def _changed(self) -> None:
+        self._tree = None
+
     def load_ref(self, ref: str, paths: Iterable[str], *, overlay: bool = False) -> None:
         """Index REF's content of PATHS; with OVERLAY, on top of what the index holds."""
+        self._changed()
         if not overlay:
             self._git(["read-tree", "--empty"])
         listing = self._git(["ls-tree", "-r", "-z", ref, "--", *sorted(set(paths))]).stdout
@@ -36,6 +41,7 @@ class ScratchIndex:
 
     def load_worktree(self, paths: Iterable[str]) -> None:
         """Index the work tree's current content of PATHS (absent files stay absent)."""
+        self._changed()
         self._git(["read-tree", "--empty"])
         present = [p for p in sorted(set(paths)) if (self.repo / p).is_file()]
         if not present:
@@ -57,14 +63,23 @@ class ScratchIndex:
         return proc.stdout if proc.returncode == 0 else None
 
     def write_tree(self) -> str:
-        return self._git(["write-tree"]).stdout.decode().strip()
+        if self._tree is None:
+            self._tree = self._git(["write-tree"]).stdout.decode().strip()
+        return self._tree
 
     def read_tree(self, tree: str) -> None:
         self._git(["read-tree", tree])
+        self._tree = tree
 
     def apply(self, diff: bytes, *flags: str) -> subprocess.CompletedProcess[bytes]:
-        """`git apply --cached -v FLAGS` on this index; the caller reads the exit code."""
-        return self._git(["apply", "--cached", "-v", *flags], stdin=diff, check=False)
+        """`git apply --cached -v FLAGS` on this index; the caller reads the exit code.
+
+        git apply is atomic: when it fails, the index is as it was.
+        """
+        proc = self._git(["apply", "--cached", "-v", *flags], stdin=diff, check=False)
+        if "--check" not in flags:
+            self._changed()
+        return proc
 
 
 @contextmanager
