@@ -68,6 +68,11 @@ def main() -> None:
         code = cli.main(standalone_mode=False)
     except PatchkeeperError as exc:
         click.echo(f"patchkeeper: error: {exc}", err=True)
+        if "--json" in sys.argv:  # machines still get one document on stdout
+            from patchkeeper.report import emit_json
+
+            command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
+            emit_json(command, exc.exit_code, error=str(exc), patches=[])
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("patchkeeper: aborted", err=True)

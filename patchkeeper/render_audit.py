@@ -14,8 +14,7 @@ from patchkeeper.audit import (
     StuckClaim,
     Unchecked,
 )
-
-SCHEMA = "patchkeeper/1"
+from patchkeeper.report import SCHEMA
 
 _KIND_TITLES = {
     LossKind.LOCKED: 'lost to "database is locked" (upstream #135487)',

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -228,3 +229,11 @@ def test_unknown_ref_for_check(repo: Path, tmp_path: Path) -> None:
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
     proc = run_cli("check", "--install", repo, "--patches", patches, "--ref", "v9.9.9")
     assert proc.returncode == 2 and "'v9.9.9' is not a commit here" in proc.stderr
+
+
+def test_json_callers_get_an_error_document(tmp_path: Path) -> None:
+    proc = run_cli("status", "--install", tmp_path, "--json")
+    assert proc.returncode == 2
+    document = json.loads(proc.stdout)
+    assert document["exit_code"] == 2 and document["command"] == "status"
+    assert "not a git repository" in document["error"]
