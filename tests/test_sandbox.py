@@ -248,6 +248,17 @@ def test_update_parks_conflicting_local_changes_and_still_exits_0(sandbox: Sandb
     ]
 
 
+def test_update_keep_stash_parks_on_purpose(sandbox: Sandbox) -> None:
+    assert git(sandbox.install, "apply", str(PATCHSET / ADOPTION)).returncode == 0
+    sandbox.publish("v0.22.0")
+    result = hermes(sandbox, "update", "--yes", "--keep-stash")
+    assert result.returncode == 0, result.stderr
+    assert out(sandbox.install, "status", "--porcelain") == ""
+    stash = out(sandbox.install, "rev-parse", "refs/stash")
+    [(_, receipt)] = receipts(sandbox)
+    assert receipt["steps"][0]["detail"] == f"parked: {stash} (kept on request)"
+
+
 # ---------------------------------------------------------------- the cron worker
 
 

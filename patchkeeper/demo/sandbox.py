@@ -60,7 +60,7 @@ class Sandbox:
     """The folders of one sandbox; `root` holds them all and nothing else."""
 
     root: Path
-    origin: Path  # bare repository: the upstream, all release tags, main at the newest release
+    origin: Path  # bare repository: the upstream, every release tag, main at the published one
     install: Path  # shallow clone of origin's main, like the real installer makes
     home: Path  # HERMES_HOME for everything run in the sandbox
     patches: Path  # the practice patch set, with a patchkeeper.toml for this sandbox
@@ -104,7 +104,7 @@ class Sandbox:
         )
 
 
-def sandbox_at(root: Path) -> Sandbox:
+def _layout(root: Path) -> Sandbox:
     root = root.resolve()
     return Sandbox(
         root=root,
@@ -123,7 +123,7 @@ def build_sandbox(root: Path, *, install_tag: str = "v0.21.5") -> Sandbox:
     _known_tag(install_tag)
     if root.exists() and any(root.iterdir()):
         raise UserError(f"{root}: not empty; a sandbox needs an empty or new folder")
-    sandbox = sandbox_at(root)
+    sandbox = _layout(root)
     sandbox.root.mkdir(parents=True, exist_ok=True)
     _build_origin(sandbox.origin)
     sandbox.publish(install_tag)
@@ -140,7 +140,7 @@ def open_copied_sandbox(root: Path) -> Sandbox:
     A copy still names the original's origin (the install's remote URL) and paths (the
     generated patchkeeper.toml); both are pointed at the copy here.
     """
-    sandbox = sandbox_at(root)
+    sandbox = _layout(root)
     if not (sandbox.install / ".git").is_dir() or not sandbox.origin.is_dir():
         raise UserError(f"{root}: not a sandbox (no hermes-agent/ and origin.git/)")
     _git(["remote", "set-url", "origin", sandbox.origin.as_uri()], sandbox.install)
@@ -161,7 +161,7 @@ def _git(
 
 def _identity(who: tuple[str, str], date: str) -> dict[str, str]:
     name, email = who
-    env = {}
+    env: dict[str, str] = {}
     for role in ("AUTHOR", "COMMITTER"):
         env.update({f"GIT_{role}_NAME": name, f"GIT_{role}_EMAIL": email, f"GIT_{role}_DATE": date})
     return env
@@ -178,7 +178,8 @@ def _build_origin(origin: Path) -> None:
         for tag in TAGS:
             env = {**index, **_identity(_UPSTREAM, RELEASE_DATES[tag])}
             if parent is None:
-                message = _stage_tree(origin, UPSTREAM_TREE, env)
+                _stage_tree(origin, UPSTREAM_TREE, env)
+                message = f"Hermes Agent {tag}\n"
             else:
                 message = _stage_release(origin, RELEASES / f"{tag}.diff", env)
             tree = _git(["write-tree"], origin, env=env)
@@ -188,25 +189,28 @@ def _build_origin(origin: Path) -> None:
             parent = commit
 
 
-def _stage_tree(origin: Path, folder: Path, env: dict[str, str]) -> str:
-    """Put every file under FOLDER into the index; the first release's commit message."""
+def _stage_tree(origin: Path, folder: Path, env: dict[str, str]) -> None:
+    """Put every file under FOLDER into the (empty) index, `hermes` as an executable."""
     files = sorted(
         path.relative_to(folder).as_posix()
         for path in folder.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     )
     paths = "".join(f"{folder / name}\n" for name in files).encode()
-    blobs = _git(["hash-object", "-w", "--stdin-paths"], origin, env=env, stdin=paths).split()
+    hashing = ["hash-object", "-w", "--no-filters", "--stdin-paths"]
+    blobs = _git(hashing, origin, env=env, stdin=paths).split()
     entries = "".join(
         f"{'100755' if name in EXECUTABLES else '100644'} {blob}\t{name}\n"
         for name, blob in zip(files, blobs, strict=True)
     )
     _git(["update-index", "--add", "--index-info"], origin, env=env, stdin=entries.encode())
-    return f"Hermes Agent {TAGS[0]}\n"
 
 
 def _stage_release(origin: Path, diff_file: Path, env: dict[str, str]) -> str:
-    """Apply one release diff to the index (which holds the release before it)."""
+    """Apply one release diff to the index, which holds the release before it.
+
+    Returns the release's commit message: the text above the diff's first `diff --git`.
+    """
     data = diff_file.read_bytes()
     _git(["apply", "--cached"], origin, env=env, stdin=data)
     return data[: data.index(b"diff --git ")].decode("utf-8").strip() + "\n"
