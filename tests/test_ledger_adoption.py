@@ -1,0 +1,169 @@
+"""The ledger adoption smoke check against the practice upstream: real processes, real SQLite.
+
+Three full runs (each holds the ledger's write lock for 7 s): unpatched, patched, and patched
+with a wrong fix (one that retries everything). The others stop before the stall.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import run_cli
+
+from patchkeeper import smoke
+from patchkeeper.bundled import bundled_patches
+from patchkeeper.config import load_settings
+from patchkeeper.demo.sandbox import Sandbox
+from patchkeeper.install import open_install
+from patchkeeper.patching import apply_patches
+from patchkeeper.patchset import load_patch_set
+
+CHECK = bundled_patches() / "smoke" / "ledger_adoption.py"
+STEPS = ("1 happy path", "2 compare-and-set", "3 lock stall", "4 error classification",
+         "5 schema once")  # fmt: skip
+
+
+@pytest.fixture
+def ledger_sandbox(sandbox: Sandbox) -> Sandbox:
+    """The sandbox, its patch set carrying the bundled check (one check for both upstreams)."""
+    shutil.copy2(CHECK, sandbox.patches / "smoke" / "ledger_adoption.py")
+    return sandbox
+
+
+def run_check(sandbox: Sandbox) -> smoke.CheckResult:
+    python = smoke.Interpreter(Path(sys.executable))
+    path = sandbox.patches / "smoke" / "ledger_adoption.py"
+    return smoke.run_check(python, sandbox.install, path, timeout=90)
+
+
+def verdicts(result: smoke.CheckResult) -> dict[str, str]:
+    return {s.name: s.verdict for s in result.steps}
+
+
+def edit(sandbox: Sandbox, path: str, old: str, new: str) -> None:
+    target = sandbox.install / path
+    text = target.read_text()
+    assert old in text, f"{path} no longer holds {old!r}"
+    target.write_text(text.replace(old, new))
+
+
+def test_unpatched_the_stall_loses_the_hand_off_and_the_schema_reruns(
+    ledger_sandbox: Sandbox,
+) -> None:
+    proc = run_cli("smoke", "--install", ledger_sandbox.install, "--patches",
+                   ledger_sandbox.patches, "--json")  # fmt: skip
+    assert proc.returncode == 4, proc.stderr
+    (check,) = json.loads(proc.stdout)["checks"]
+    steps = {s["name"]: s for s in check["steps"]}
+    assert [s["verdict"] for s in check["steps"]] == ["pass", "pass", "fail", "pass", "fail"]
+    assert check["verdict"] == "fail"
+    stall = steps["3 lock stall"]["detail"]
+    assert "OperationalError: database is locked after 5." in stall
+    assert "the hand-off is lost" in stall
+    assert steps["5 schema once"]["detail"].startswith("schema ran in 20 of 20 ledger calls")
+    facts = check["extra"]
+    assert facts["busy_timeout_seconds"] == 5.0 and facts["hold_seconds"] == 7.0
+    assert facts["grace_seconds"] == 30.0
+    assert facts["worker_path"].endswith("(one attempt)")
+    assert facts["latency_happy_path_seconds"] < 2
+    assert 4.5 < facts["latency_lock_stall_seconds"] < 6.5  # one busy timeout, then dead
+    assert not list(ledger_sandbox.home.iterdir())  # the sandbox's own HERMES_HOME untouched
+
+
+def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
+    patch_set = load_patch_set(ledger_sandbox.patches)
+    settings = load_settings(ledger_sandbox.patches)
+    install = open_install(ledger_sandbox.install)
+    applied = apply_patches(install, settings, patch_set)
+    progress: list[tuple[str, str]] = []
+    report = smoke.run_for_patches(
+        install, settings, patch_set, applied.results, lambda n, t: progress.append((n, t))
+    )
+    (result,) = report.results
+    assert report.exit_code == 0, result
+    assert verdicts(result) == dict.fromkeys(STEPS, "pass")
+    assert result.extra["worker_path"].endswith("-> adopt_with_retry")
+    stall = result.extra["latency_lock_stall_seconds"]
+    assert 5.5 < stall < result.extra["grace_seconds"]  # past one busy timeout, then adopted
+    assert "2 call(s)" in next(s.detail for s in result.steps if s.name == "3 lock stall")
+    assert next(s.detail for s in result.steps if s.name == "5 schema once").startswith(
+        "schema ran in 1 of 20"
+    )
+    assert ("ledger_adoption", "3 lock stall: pass") in [(n, t.split(" (")[0]) for n, t in progress]
+    assert all(step.seconds is not None for step in result.steps)
+
+
+def test_a_fix_that_retries_everything_fails_compare_and_set_and_classification(
+    ledger_sandbox: Sandbox,
+) -> None:
+    """Retrying a refused claim or a corrupt ledger is the wrong fix, and the check says so."""
+    edit(
+        ledger_sandbox,
+        "cron/scheduler.py",
+        "    adopted = adopt_claimed_execution(execution_id)\n",
+        "    import time\n"
+        "    for _ in range(3):\n"
+        "        try:\n"
+        "            adopted = adopt_claimed_execution(execution_id)\n"
+        "        except Exception:\n"
+        "            adopted = None\n"
+        "        if adopted is not None:\n"
+        "            break\n"
+        "        time.sleep(0.1)\n",
+    )
+    result = run_check(ledger_sandbox)
+    assert verdicts(result) == {
+        "1 happy path": "pass",
+        "2 compare-and-set": "fail",
+        "3 lock stall": "pass",
+        "4 error classification": "fail",
+        "5 schema once": "fail",
+    }
+    details = {s.name: s.detail for s in result.steps}
+    assert details["2 compare-and-set"] == "a refusal was retried (3 adoption calls)"
+    assert details["4 error classification"].startswith("a corrupt ledger was not reported")
+
+
+@pytest.mark.parametrize(
+    ("path", "old", "new", "reason"),
+    [
+        ("cron/executions.py", "def adopt_claimed_execution(", "def adopt_claim(",
+         "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"),
+        ("cron/executions.py", "import os\n", "import os\nimport no_such_module\n",
+         "cannot import cron.executions: ModuleNotFoundError: No module named 'no_such_module'"),
+    ],
+)  # fmt: skip
+def test_a_missing_upstream_function_is_could_not_check(
+    ledger_sandbox: Sandbox, path: str, old: str, new: str, reason: str
+) -> None:
+    edit(ledger_sandbox, path, old, new)
+    result = run_check(ledger_sandbox)
+    assert result.verdict == smoke.ERROR
+    assert [(s.name, s.verdict, s.detail) for s in result.steps] == [("setup", "error", reason)]
+
+
+def test_a_grace_too_short_to_stage_the_stall_is_could_not_check(ledger_sandbox: Sandbox) -> None:
+    edit(ledger_sandbox, "cron/executions.py", "GRACE_SECONDS = 30.0", "GRACE_SECONDS = 6.0")
+    result = run_check(ledger_sandbox)
+    assert result.verdict == smoke.ERROR
+    stall = next(s for s in result.steps if s.name == "3 lock stall")
+    assert (stall.verdict, stall.detail) == (
+        "error",
+        "a 7 s stall does not fit in the 6 s grace",
+    )
+    assert verdicts(result)["1 happy path"] == "pass"
+
+
+def test_the_hold_follows_the_installs_busy_timeout(ledger_sandbox: Sandbox) -> None:
+    """Read, not assumed: a 1 s busy timeout makes a 3 s stall (and a quick run)."""
+    edit(ledger_sandbox, "hermes_cli/sqlite_util.py", "BUSY_TIMEOUT_MS = 5000",
+         "BUSY_TIMEOUT_MS = 1000")  # fmt: skip
+    result = run_check(ledger_sandbox)
+    assert result.extra["busy_timeout_seconds"] == 1.0
+    assert result.extra["hold_seconds"] == 3.0
+    stall = next(s for s in result.steps if s.name == "3 lock stall")
+    assert stall.verdict == "fail" and "database is locked after 1." in stall.detail
