@@ -415,23 +415,28 @@ class UpdateRun:
         """The snapshot without what patchkeeper wrote (latest first); drifted content stays."""
         order = [p.name for p in self.ws.patch_set.patches]
         order += sorted(set(records) - set(order))
+        not_reversed: dict[str, set[str]] = {}
         with scratch_index(self.install.path) as index:
             index.read_tree(snapshot)
             for name in reversed(order):
                 if name not in records:
                     continue
                 diff = written_diff(self.state_dir, records[name])
-                if index.apply(diff, "--reverse").returncode == 0:
-                    continue
-                if index.apply(diff, "--check").returncode == 0:
-                    self.report.notes.append(f"{name} was recorded but gone from the tree")
-                    continue
-                files = ", ".join(sorted({p for p, _, _ in split_hunks(diff)}))
+                if index.apply(diff, "--reverse").returncode != 0:
+                    not_reversed[name] = {path for path, _, _ in split_hunks(diff)}
+            edits_tree = index.write_tree()
+        head_tree = lo.tree_of(self.install.path, self.journal.old_head)
+        changed = set(lo.changed_paths(self.install.path, head_tree, edits_tree))
+        for name, files in not_reversed.items():
+            if files & changed:
+                shown = ", ".join(sorted(files & changed))
                 self.report.notes.append(
-                    f"{name} was changed by hand since it was applied ({files}): "
+                    f"{name} was changed by hand since it was applied ({shown}): "
                     "kept with your edits"
                 )
-            return index.write_tree()
+            else:
+                self.report.notes.append(f"{name} was recorded but is no longer in the tree")
+        return edits_tree
 
     def upstream(self) -> str:
         command = [*self.ws.settings.update_command, *self.options.args]

@@ -1,0 +1,372 @@
+"""`patchkeeper update` on the sandbox: real git, the sandbox's own `hermes update`, real processes.
+
+The helpers here (box, pk, pk_json, ...) are shared by the other update/leftovers/recover tests.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchkeeper.demo.sandbox import Sandbox
+from patchkeeper.journal import PHASES
+from tests.helpers import GIT_ID, git
+
+USER_README = "\nA note the operator keeps locally.\n"
+USER_FILE = "local-notes.txt"
+OLD_PRUNE = "             WHERE status IN ('completed','failed','unknown')\n"
+
+
+def quiet(sandbox: Sandbox, *, smoke: bool = False) -> Sandbox:
+    """The sandbox with its `Smoke:` headers taken out (the ledger check holds a lock for 7 s)."""
+    if not smoke:
+        for patch in sandbox.patches.rglob("*.patch"):
+            lines = patch.read_text().splitlines(keepends=True)
+            patch.write_text("".join(line for line in lines if not line.startswith("Smoke:")))
+    return sandbox
+
+
+@pytest.fixture
+def box(sandbox: Sandbox) -> Sandbox:
+    return quiet(sandbox)
+
+
+def pk(box: Sandbox, name: str, *args: str | Path, env: dict[str, str] | None = None, **kw: Any):
+    """Run `python -m patchkeeper NAME --patches <sandbox patch set> ARGS` in a real process."""
+    return subprocess.run(
+        [sys.executable, "-m", "patchkeeper", name, "--patches", str(box.patches), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**box.hermes_env(), **GIT_ID, "NO_COLOR": "1", **(env or {})},
+        check=False,
+        **kw,
+    )
+
+
+def pk_json(box: Sandbox, name: str, *args: str | Path, **kw: Any) -> tuple[int, dict[str, Any]]:
+    proc = pk(box, name, "--json", *args, **kw)
+    assert proc.stdout, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def outcomes_of(document: dict[str, Any]) -> dict[str, str]:
+    return {p["name"]: p["outcome"] for p in document["patches"]}
+
+
+def hermes_update(box: Sandbox) -> str:
+    """The bare upstream updater, as an operator without patchkeeper runs it."""
+    proc = subprocess.run(
+        ["./hermes", "update", "--yes"],
+        cwd=box.install,
+        env=box.hermes_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout
+
+
+def with_user_edits(box: Sandbox) -> None:
+    """A tracked edit and an untracked file of the operator's own, far from the patches."""
+    with (box.install / "README.md").open("a") as handle:
+        handle.write(USER_README)
+    (box.install / USER_FILE).write_text("remember to rotate the keys\n")
+
+
+def user_edits_present(box: Sandbox) -> bool:
+    readme = (box.install / "README.md").read_text()
+    return readme.endswith(USER_README) and (box.install / USER_FILE).is_file()
+
+
+def applied(box: Sandbox) -> None:
+    proc = pk(box, "apply")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def set_command(box: Sandbox, command: list[str], extra: str = "") -> None:
+    """Point [update] command at COMMAND (keeping the rest of the sandbox's config)."""
+    text = box.config.read_text()
+    start = text.index("command = ")
+    end = text.index("\n", start)
+    box.config.write_text(text[:start] + f"command = {json.dumps(command)}{extra}" + text[end:])
+
+
+def run_refs(box: Sandbox) -> list[str]:
+    return git(box.install, "for-each-ref", "--format=%(refname)", "refs/patchkeeper/updates/")
+
+
+def journal_file(box: Sandbox) -> Path:
+    return box.install / ".git/patchkeeper/journal.json"
+
+
+def patch_plus_lines(box: Sandbox, variant: str) -> list[tuple[str, str]]:
+    """(file, line) for every line VARIANT adds: to tell "fully applied" from "fully absent"."""
+    pairs, current = [], ""
+    for line in (box.patches / variant).read_text().splitlines():
+        if line.startswith("+++ b/"):
+            current = line[6:]
+        elif line.startswith("+") and not line.startswith("+++") and line[1:].strip():
+            pairs.append((current, line[1:]))
+    return pairs
+
+
+def patch_presence(box: Sandbox, variant: str) -> str:
+    """`present`, `absent` or `partial` by the lines the variant adds."""
+    found = []
+    for path, line in patch_plus_lines(box, variant):
+        target = box.install / path
+        found.append(target.is_file() and line in target.read_text().splitlines())
+    return "present" if all(found) else "absent" if not any(found) else "partial"
+
+
+# ---------------------------------------------------------------- the scenarios of the issue
+
+
+def test_update_carries_patches_and_user_edits_to_a_new_version(box: Sandbox) -> None:
+    applied(box)
+    with_user_edits(box)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    assert code == 0, doc["attention"]
+    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}
+    assert user_edits_present(box)
+    assert git(box.install, "stash", "list") == ""
+    assert doc["install"]["head_before"] != doc["install"]["head_after"]
+    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
+    assert doc["upstream"]["exit_status"] == 0
+    assert [p["name"] for p in doc["phases"]] == list(PHASES)
+    assert {p["name"]: p["status"] for p in doc["phases"]}["preview"] == "skipped"
+    assert doc["smoke"]["status"] == "not-configured"
+    assert sorted(doc["restore"]["restored"]) == ["README.md", USER_FILE]
+    assert run_refs(box) == "" and not journal_file(box).exists()
+    status = pk(box, "status")
+    assert status.returncode == 0, status.stdout
+
+
+def test_update_text_report_streams_upstream_output_after_a_phase_line(box: Sandbox) -> None:
+    applied(box)
+    box.publish("v0.22.0")
+    proc = pk(box, "update")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert out.index("[4/10] upstream") < out.index("Update complete") < out.index("[5/10]")
+    assert "smoke: not configured" in out and "applied-offset" in out
+
+
+def test_update_to_a_conflicting_version_reports_file_and_hunk_exit_3(box: Sandbox) -> None:
+    applied(box)
+    with_user_edits(box)
+    box.publish("v0.22.2")
+    code, doc = pk_json(box, "update")
+    assert code == 3
+    results = {p["name"]: p for p in doc["patches"]}
+    assert results["adoption-retry"]["outcome"] == "applied-offset"
+    assert results["schema-once"]["outcome"] == "conflict"
+    conflict = results["schema-once"]["conflicts"][0]
+    assert conflict["file"] == "cron/executions.py" and conflict["hunk"] >= 1
+    assert user_edits_present(box)
+    assert patch_presence(box, "adoption-retry.patch") == "present"
+    assert git(box.install, "stash", "list") == ""
+
+
+def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> None:
+    applied(box)
+    box.publish("v0.23.0")
+    box.fetch_tags()
+    code, doc = pk_json(box, "update")
+    assert code == 0, doc["attention"]
+    assert outcomes_of(doc) == {"adoption-retry": "upstream-has-it", "schema-once": "applied"}
+    assert any("adoption-retry" in n and "retire" in n for n in doc["notes"])
+
+
+def test_update_heals_a_stash_parked_by_a_bare_hermes_update(box: Sandbox) -> None:
+    applied(box)
+    box.publish("v0.23.0")
+    assert "parked" in hermes_update(box)
+    parked = git(box.install, "rev-parse", "refs/stash")
+    box.fetch_tags()
+    assert pk(box, "status").returncode != 0
+    listing = pk(box, "leftovers")
+    assert listing.returncode == 5 and "patch-content" in listing.stdout
+
+    code, doc = pk_json(box, "update")
+    assert code == 0, doc["attention"]
+    (leftover,) = doc["leftovers"]
+    assert (leftover["classification"], leftover["action"]) == ("patch-content", "dropped")
+    assert any("parked" in note for note in leftover["notes"])
+    assert git(box.install, "stash", "list") == ""
+    assert git(box.install, "rev-parse", leftover["backup_ref"]) == parked
+    assert pk(box, "status").returncode == 0
+
+
+def test_a_user_edit_that_conflicts_upstream_stays_in_a_named_ref_exit_5(box: Sandbox) -> None:
+    applied(box)
+    with_user_edits(box)
+    executions = box.install / "cron/executions.py"
+    executions.write_text(executions.read_text().replace(OLD_PRUNE, OLD_PRUNE.replace(
+        "'unknown'", "'unknown','lost'")))  # fmt: skip
+    box.publish("v0.22.0")
+    proc = pk(box, "update")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "kept in refs/patchkeeper/updates/" in proc.stdout
+    assert "restore --source=refs/patchkeeper/updates/" in proc.stdout
+    assert user_edits_present(box)  # the other edits came back
+    (ref,) = run_refs(box).splitlines()
+    assert ref.endswith("/edits")
+    assert "'lost'" in git(box.install, "show", f"{ref}:cron/executions.py")
+    assert patch_presence(box, "schema-once/upto-0.22.patch") == "present"
+    listing = pk(box, "leftovers")
+    assert "set-aside" in listing.stdout and "user-content" in listing.stdout
+
+
+def _consistent_and_nothing_lost(box: Sandbox, head: str) -> None:
+    assert git(box.install, "rev-parse", "HEAD") == head
+    assert user_edits_present(box)
+    for variant in ("adoption-retry.patch", "schema-once/upto-0.22.patch"):
+        assert patch_presence(box, variant) == "present"
+    assert git(box.install, "stash", "list") == ""
+    assert not journal_file(box).exists()
+    assert pk(box, "status").returncode == 0
+
+
+def test_upstream_command_that_fails_is_reported_and_nothing_is_lost(box: Sandbox) -> None:
+    applied(box)
+    with_user_edits(box)
+    head = git(box.install, "rev-parse", "HEAD")
+    set_command(box, ["sh", "-c", "echo 'upstream says: boom'; exit 7"])
+    code, doc = pk_json(box, "update")
+    assert code == 5
+    assert doc["upstream"]["exit_status"] == 7 and "boom" in doc["upstream"]["tail"][-1]
+    assert any("upstream command failed (exit 7)" in a for a in doc["attention"])
+    assert {p["name"]: p["status"] for p in doc["phases"]}["post"] == "skipped"
+    _consistent_and_nothing_lost(box, head)
+
+
+def test_upstream_command_that_hangs_is_killed_with_its_group(box: Sandbox, tmp_path) -> None:
+    applied(box)
+    with_user_edits(box)
+    head = git(box.install, "rev-parse", "HEAD")
+    child = tmp_path / "child.pid"
+    set_command(box, ["sh", "-c", f"sleep 60 & echo $! > {child}; echo started; wait"])
+    started = time.monotonic()
+    code, doc = pk_json(box, "update", "--timeout", "1")
+    assert time.monotonic() - started < 20
+    assert code == 5 and doc["upstream"]["timed_out"] is True
+    assert "timed out" in doc["attention"][0]
+    pid = int(child.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    _consistent_and_nothing_lost(box, head)
+
+
+def test_upstream_command_killed_by_a_signal_is_a_failure(box: Sandbox) -> None:
+    applied(box)
+    with_user_edits(box)
+    head = git(box.install, "rev-parse", "HEAD")
+    set_command(box, ["sh", "-c", "kill -9 $$"])
+    code, doc = pk_json(box, "update")
+    assert code == 5 and doc["upstream"]["exit_status"] == -9
+    assert "killed by signal 9" in doc["attention"][0]
+    _consistent_and_nothing_lost(box, head)
+
+
+def test_upstream_command_that_cannot_start_is_a_failure(box: Sandbox) -> None:
+    applied(box)
+    head = git(box.install, "rev-parse", "HEAD")
+    set_command(box, ["./no-such-updater"])
+    code, doc = pk_json(box, "update")
+    assert code == 5 and "could not start" in doc["upstream"]["error"]
+    assert git(box.install, "rev-parse", "HEAD") == head
+    assert pk(box, "status").returncode == 0
+
+
+def test_preview_stops_before_touching_anything_unless_forced(box: Sandbox) -> None:
+    applied(box)
+    with_user_edits(box)
+    box.publish("v0.22.2")
+    box.fetch_tags()
+    head = git(box.install, "rev-parse", "HEAD")
+    code, doc = pk_json(box, "update", "--preview", "v0.22.2")
+    assert code == 3 and doc["upstream"] is None
+    assert outcomes_of(doc)["schema-once"] == "conflict"
+    assert git(box.install, "rev-parse", "HEAD") == head
+    assert "initialize_schema_once" in (box.install / "cron/executions.py").read_text()
+    assert not journal_file(box).exists()
+
+    code, doc = pk_json(box, "update", "--preview", "v0.22.2", "--force")
+    assert code == 3 and doc["upstream"]["exit_status"] == 0
+    assert git(box.install, "rev-parse", "HEAD") != head
+
+
+def test_preview_of_an_unknown_ref_is_a_one_line_error(box: Sandbox) -> None:
+    proc = pk(box, "update", "--preview", "no-such-ref")
+    assert proc.returncode == 2 and "no-such-ref" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not journal_file(box).exists()
+
+
+def test_update_refuses_in_the_middle_of_a_merge(box: Sandbox) -> None:
+    applied(box)
+    (box.install / ".git/MERGE_HEAD").write_text(git(box.install, "rev-parse", "HEAD") + "\n")
+    before = (box.install / "cron/executions.py").read_text()
+    proc = pk(box, "update")
+    assert proc.returncode == 2 and "merge" in proc.stderr
+    assert (box.install / "cron/executions.py").read_text() == before
+    assert not journal_file(box).exists()
+
+
+def test_update_refuses_while_an_unfinished_journal_exists(box: Sandbox) -> None:
+    applied(box)
+    box.publish("v0.22.0")
+    killed = pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": "5"})
+    assert killed.returncode == -9
+    proc = pk(box, "update")
+    assert proc.returncode == 5
+    assert "patchkeeper recover" in proc.stderr and "phase 5 (leftovers)" in proc.stderr
+
+
+def test_post_apply_commands_run_after_the_patches_are_back(box: Sandbox, tmp_path) -> None:
+    applied(box)
+    box.publish("v0.22.0")
+    seen = tmp_path / "seen"
+    check = f"grep -c initialize_schema_once cron/executions.py > {seen}"
+    set_command(box, ["./hermes", "update", "--yes"],
+                extra=f'\npost_apply = [["sh", "-c", "{check}"], ["false"]]')  # fmt: skip
+    code, doc = pk_json(box, "update")
+    assert int(seen.read_text()) >= 1  # it saw the patched file
+    assert [p["exit_status"] for p in doc["post"]] == [0, 1]
+    assert code == 5 and any("post-apply command false failed" in a for a in doc["attention"])
+
+
+def test_update_passes_extra_args_to_the_upstream_command(box: Sandbox) -> None:
+    applied(box)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update", "--", "--keep-stash")
+    assert doc["upstream"]["command"][-1] == "--keep-stash"
+    assert code == 0 and git(box.install, "stash", "list") == ""
+
+
+def test_update_with_smoke_checks_runs_them(sandbox: Sandbox) -> None:
+    box = quiet(sandbox, smoke=True)
+    applied(box)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    assert doc["smoke"]["status"] == "pass", doc["smoke"]
+    assert code == 0
+
+
+def test_update_json_is_one_document_with_the_contract_fields(box: Sandbox) -> None:
+    applied(box)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    for key in ("schema", "command", "exit_code", "patches", "phases", "leftovers", "restore",
+                "smoke", "upstream", "attention"):  # fmt: skip
+        assert key in doc
+    assert (doc["command"], doc["exit_code"]) == ("update", code)
+    assert all({"name", "outcome"} <= set(p) for p in doc["patches"])
