@@ -1,0 +1,193 @@
+"""Doctor on the practice upstream: real git state, real probes of the install, real receipts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import git, run_cli, run_json
+
+from patchkeeper import journal as jr
+from patchkeeper.bundled import bundled_patches
+from patchkeeper.config import load_settings
+from patchkeeper.demo.sandbox import Sandbox
+from patchkeeper.doctor import DoctorReport, Finding, diagnose
+from patchkeeper.install import open_install
+from patchkeeper.patching import apply_patches
+from patchkeeper.patchset import load_patch_set
+
+
+@pytest.fixture
+def doctor_sandbox(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    """The sandbox with the bundled ledger check, receipts looked for in its own home."""
+    shutil.copy2(bundled_patches() / "smoke" / "ledger_adoption.py", sandbox.patches / "smoke")
+    monkeypatch.setenv("HERMES_HOME", str(sandbox.home))
+    return sandbox
+
+
+def patched(sandbox: Sandbox) -> Sandbox:
+    apply_patches(
+        open_install(sandbox.install),
+        load_settings(sandbox.patches),
+        load_patch_set(sandbox.patches),
+    )
+    return sandbox
+
+
+def diagnosed(sandbox: Sandbox) -> tuple[DoctorReport, dict[str, Finding]]:
+    report = diagnose(sandbox.install, sandbox.patches)
+    return report, {f.name: f for f in report.findings}
+
+
+def failing(report: DoctorReport) -> list[str]:
+    return [f.name for f in report.findings if not f.ok]
+
+
+def test_unpatched_the_patches_and_the_budget_chain_do_not_hold(doctor_sandbox: Sandbox) -> None:
+    code, document = run_json(
+        "doctor", "--install", doctor_sandbox.install, "--patches", doctor_sandbox.patches
+    )
+    assert code == 5
+    findings = {f["name"]: f for f in document["findings"]}
+    assert [name for name, f in findings.items() if not f["ok"]] == ["patches", "timeout budget"]
+    budget = findings["timeout budget"]
+    assert budget["summary"] == (
+        "chain does NOT hold: grace 30 s, retry budget 5 s, ack reserve 2 s, busy timeout 5 s"
+    )
+    assert (
+        "ledger_adoption: retry budget >= 2 x busy timeout: fail, 5 s vs 5 s busy timeout; "
+        "the worker adopts once, no retry" in budget["details"]
+    )
+    assert budget["facts"]["ledger_adoption"]["worker_retries"] is False
+    assert findings["patches"]["summary"] == "0 of 2 in place"
+    assert findings["last update"]["summary"].startswith("no update recorded")
+
+
+def test_patched_everything_holds_on_one_screen(doctor_sandbox: Sandbox) -> None:
+    patched(doctor_sandbox)
+    proc = run_cli(
+        "doctor", "--install", doctor_sandbox.install, "--patches", doctor_sandbox.patches
+    )
+    assert proc.returncode == 0, proc.stdout
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"doctor: {doctor_sandbox.install}"
+    assert lines[-1] == "safe to update unattended: yes"
+    assert len(lines) < 25  # one screen
+    budget = next(line for line in lines if "timeout budget" in line)
+    assert budget.split(None, 3)[-1] == (
+        "chain holds: grace 30 s, retry budget 28 s, ack reserve 2 s, busy timeout 5 s"
+    )
+
+
+def test_a_grace_too_short_for_a_retry_breaks_the_chain(doctor_sandbox: Sandbox) -> None:
+    patched(doctor_sandbox)
+    executions = doctor_sandbox.install / "cron" / "executions.py"
+    text = executions.read_text()
+    executions.write_text(text.replace("GRACE_SECONDS = 30.0", "GRACE_SECONDS = 9.0"))
+    report, findings = diagnosed(doctor_sandbox)
+    assert failing(report) == ["timeout budget"]
+    assert report.exit_code == 5
+    assert findings["timeout budget"].summary.startswith("chain does NOT hold: grace 9 s")
+    assert (
+        "ledger_adoption: retry budget >= 2 x busy timeout: fail, 7 s vs 5 s busy timeout"
+        in findings["timeout budget"].details
+    )
+
+
+def test_a_probe_that_cannot_check_is_not_ok(doctor_sandbox: Sandbox) -> None:
+    patched(doctor_sandbox)
+    executions = doctor_sandbox.install / "cron" / "executions.py"
+    executions.write_text(executions.read_text().replace("def create_execution(", "def create("))
+    report, findings = diagnosed(doctor_sandbox)
+    assert "timeout budget" in failing(report)
+    assert findings["timeout budget"].summary == "chain does NOT hold"
+    assert findings["timeout budget"].details == [
+        "ledger_adoption: read the budget: error, "
+        "cron.executions has no create_execution() (upstream renamed it?)"
+    ]
+
+
+def test_leftovers_in_git_are_named(doctor_sandbox: Sandbox) -> None:
+    """Like `hermes update`: the stash takes the patches with it, and the fix is gone."""
+    patched(doctor_sandbox)
+    install = doctor_sandbox.install
+    (install / "cron" / "scheduler.py").write_text("# edited by hand\n")
+    git(install, "stash", "push", "-q", "-m", "hermes-update-autostash-20261001-120000")
+    (install / ".git" / "MERGE_AUTOSTASH").write_text("0" * 40 + "\n")
+    report, findings = diagnosed(doctor_sandbox)
+    assert failing(report) == ["git state", "patches", "timeout budget"]
+    assert findings["git state"].details == [
+        f"autostash left by git: {install / '.git' / 'MERGE_AUTOSTASH'}",
+        "stash entry stash@{0}: On main: hermes-update-autostash-20261001-120000",
+    ]
+
+
+def write_receipt(home: Path, name: str, started: str, outcome: str, stash: str | None) -> None:
+    folder = home / "logs" / "update_receipts"
+    folder.mkdir(parents=True, exist_ok=True)
+    steps = [] if stash is None else [
+        {"name": "local_changes_stash", "ok": not stash.startswith("parked"), "detail": stash}
+    ]  # fmt: skip
+    receipt = {"schema": 1, "started_at": started, "outcome": outcome, "steps": steps}
+    (folder / name).write_text(json.dumps(receipt))
+
+
+def test_the_last_hermes_update_receipt_says_how_it_ended(doctor_sandbox: Sandbox) -> None:
+    patched(doctor_sandbox)
+    home = doctor_sandbox.home
+    write_receipt(home, "update_20261001_120000_a.json", "2026-10-01T12:00:00+00:00",
+                  "success", "restored: 1234abcd")  # fmt: skip
+    report, findings = diagnosed(doctor_sandbox)
+    assert report.exit_code == 0
+    assert findings["last update"].summary == (
+        "hermes update at 2026-10-01T12:00:00+00:00: outcome success, local changes restored"
+    )
+    write_receipt(home, "update_20261008_120000_b.json", "2026-10-08T12:00:00+00:00",
+                  "success", "parked: 5678ef01 (restore hit conflicts)")  # fmt: skip
+    report, findings = diagnosed(doctor_sandbox)
+    assert failing(report) == ["last update"]
+    assert findings["last update"].summary.endswith("outcome success, local changes parked")
+    assert "local_changes_stash: parked: 5678ef01 (restore hit conflicts)" in (
+        findings["last update"].details
+    )
+
+
+def test_patchkeepers_own_journal_comes_before_receipts(doctor_sandbox: Sandbox) -> None:
+    patched(doctor_sandbox)
+    write_receipt(doctor_sandbox.home, "update_20261001_120000_a.json",
+                  "2026-10-01T12:00:00+00:00", "failed", None)  # fmt: skip
+    state = open_install(doctor_sandbox.install).state_dir
+    run = jr.Journal(id="20261002T120000Z-1", pid=1, started_at="2026-10-02T12:00:00+00:00",
+                     old_head="0" * 40, old_version="0.21.5", stash_top=None, phase=10,
+                     upstream_exit=0, upstream_ok=True)  # fmt: skip
+    jr.save(state, run)
+    report, findings = diagnosed(doctor_sandbox)
+    assert findings["last update"].summary == (
+        "patchkeeper update 20261002T120000Z-1 (started 2026-10-02T12:00:00+00:00) stopped in "
+        "phase 10 (report); run `patchkeeper recover`"
+    )
+    assert failing(report) == ["last update"]
+    jr.finish(state, run)
+    report, findings = diagnosed(doctor_sandbox)
+    assert findings["last update"].summary == (
+        "patchkeeper update 20261002T120000Z-1 at 2026-10-02T12:00:00+00:00: finished"
+    )
+    assert report.exit_code == 0
+
+
+def test_no_install_and_no_interpreter_are_findings_not_tracebacks(
+    doctor_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    proc = run_cli("doctor", "--install", tmp_path / "nowhere", "--patches",
+                   doctor_sandbox.patches)  # fmt: skip
+    assert proc.returncode == 5
+    assert "Traceback" not in proc.stderr
+    assert f"FAIL  install    {tmp_path / 'nowhere'}: install not found" in proc.stdout
+    config = doctor_sandbox.config
+    config.write_text(config.read_text().replace("python = ", 'python = "venv/bin/python"\n#'))
+    report, findings = diagnosed(doctor_sandbox)
+    assert "interpreter" in failing(report)
+    note = findings["interpreter"].details[0]
+    assert note.startswith("[install] python venv/bin/python not found")
