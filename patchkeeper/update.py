@@ -225,13 +225,22 @@ def run_streamed(
 
 
 def group_alive(pgid: int) -> bool:
+    """Whether any process of group PGID still runs (zombies waiting to be reaped do not)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[2] == str(pgid) and fields[0] != "Z":  # state, ppid, pgrp
+                return True
+    return False
 
 
 # ---------------------------------------------------------------- smoke (plug-in point)
@@ -532,6 +541,8 @@ class UpdateRun:
         self.report.restore = result = RestoreResult(ref)
         if ref is None:
             return "no edits of yours to restore"
+        if git.rev_parse(self.install.path, ref) is None:  # a resumed run restored them already
+            return f"your edits were restored before ({ref} is gone)"
         base = self.journal.old_head
         preview = lo.merge_preview(
             self.install.path,
@@ -556,6 +567,8 @@ class UpdateRun:
             )
         else:
             git.run(["update-ref", "-d", ref], self.install.path)
+            self.journal.edits_ref = None
+            jr.save(self.state_dir, self.journal)
         return f"restored {len(result.restored)} file(s), kept {len(result.kept)} in {ref}"
 
     def smoke(self) -> str:

@@ -1,0 +1,143 @@
+"""Crash safety: kill -9 `update` at every phase boundary, then `recover`; nothing may be lost.
+
+PATCHKEEPER_STOP_AT_PHASE=N makes patchkeeper SIGKILL itself right after the journal records
+that phase N starts: no clean-up runs, the lock file stays behind, exactly like a power cut.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from patchkeeper.demo.sandbox import Sandbox
+from patchkeeper.journal import PHASES, UPSTREAM_PHASE
+from patchkeeper.update import group_alive
+from tests.helpers import GIT_ID, git
+from tests.test_update import (
+    applied,
+    journal_file,
+    patch_presence,
+    pk,
+    pk_json,
+    quiet,
+    run_refs,
+    set_command,
+    user_edits_present,
+    with_user_edits,
+)
+
+VARIANTS = {"adoption-retry": "adoption-retry.patch", "schema-once": "schema-once/upto-0.22.patch"}
+IN_PLACE = ("already-applied", "upstream-has-it")
+PENDING = ("applied", "applied-offset", "merged-3way")
+SQLITE_UTIL_EDIT = "\n# operator: keep WAL files on the fast disk\n"
+
+
+@pytest.fixture
+def box(sandbox: Sandbox) -> Sandbox:
+    box = quiet(sandbox)
+    applied(box)
+    with_user_edits(box)
+    with (box.install / "hermes_cli/sqlite_util.py").open("a") as handle:
+        handle.write(SQLITE_UTIL_EDIT)
+    box.publish("v0.22.0")
+    return box
+
+
+def all_edits_present(box: Sandbox) -> bool:
+    util = (box.install / "hermes_cli/sqlite_util.py").read_text()
+    return user_edits_present(box) and util.endswith(SQLITE_UTIL_EDIT)
+
+
+def assert_truthful_status(box: Sandbox) -> dict[str, str]:
+    """Each patch fully applied or fully absent, and `status` says which."""
+    code, doc = pk_json(box, "status")
+    presence = {name: patch_presence(box, variant) for name, variant in VARIANTS.items()}
+    for result in doc["patches"]:
+        seen = presence[result["name"]]
+        assert seen != "partial", result
+        assert result["outcome"] in (IN_PLACE if seen == "present" else PENDING), result
+    assert code == (0 if set(presence.values()) == {"present"} else 5)
+    return presence
+
+
+@pytest.mark.parametrize("phase", range(1, len(PHASES) + 1), ids=lambda n: f"{n}-{PHASES[n - 1]}")
+def test_kill_at_every_phase_boundary_then_recover(box: Sandbox, phase: int) -> None:
+    old = git(box.install, "rev-parse", "HEAD")
+    new = git(box.origin, "rev-parse", "v0.22.0^{}")
+    preview = ["--preview", "origin/main"] if PHASES[phase - 1] == "preview" else []
+    killed = pk(box, "update", *preview, env={"PATCHKEEPER_STOP_AT_PHASE": str(phase)})
+    assert killed.returncode == -signal.SIGKILL
+    assert journal_file(box).exists()
+
+    code, doc = pk_json(box, "recover")
+    assert code == 0, doc
+    expected = "old" if phase <= UPSTREAM_PHASE else "new"
+    assert doc["direction"] == expected
+    assert git(box.install, "rev-parse", "HEAD") == (old if expected == "old" else new)
+    assert all_edits_present(box)
+    assert set(assert_truthful_status(box).values()) == {"present"}
+    assert git(box.install, "stash", "list") == ""
+    assert run_refs(box) == "" and not journal_file(box).exists()
+    assert not (box.install / ".git/patchkeeper/lock").exists()
+
+    code, doc = pk_json(box, "update")  # the install is usable again, and ends up updated
+    assert code == 0, doc["attention"]
+    assert git(box.install, "rev-parse", "HEAD") == new and all_edits_present(box)
+
+
+def test_recover_without_an_unfinished_update_does_nothing(box: Sandbox) -> None:
+    code, doc = pk_json(box, "recover")
+    assert (code, doc["direction"]) == (0, "nothing")
+
+
+def test_recover_takes_over_the_lock_of_the_killed_run(box: Sandbox) -> None:
+    pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": "6"})
+    owner = json.loads((box.install / ".git/patchkeeper/lock").read_text())
+    proc = pk(box, "recover")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"took over the lock of dead pid {owner['pid']}" in proc.stdout
+    assert "phase 6 (apply)" in proc.stdout
+    assert "the install is at the new version" in proc.stdout
+
+
+def _wait_for(predicate, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, tmp_path) -> None:
+    gate = tmp_path / "gate"
+    set_command(box, ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; "
+                      "exec ./hermes update --yes"])  # fmt: skip
+    update = subprocess.Popen(
+        [sys.executable, "-m", "patchkeeper", "update", "--patches", str(box.patches)],
+        env={**box.hermes_env(), **GIT_ID},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    journal = journal_file(box)
+    _wait_for(lambda: journal.exists() and json.loads(journal.read_text())["upstream_pgid"])
+    pgid = json.loads(journal.read_text())["upstream_pgid"]
+    os.kill(update.pid, signal.SIGKILL)  # patchkeeper dies; its upstream command does not
+    update.wait()
+
+    busy = pk(box, "recover")
+    assert busy.returncode == 6, busy.stdout + busy.stderr
+    assert f"process group {pgid}" in busy.stderr and "still running" in busy.stderr
+    assert journal.exists()
+
+    gate.touch()
+    _wait_for(lambda: not group_alive(pgid))
+    code, doc = pk_json(box, "recover")
+    assert (code, doc["direction"]) == (0, "new"), doc
+    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
+    assert all_edits_present(box)
+    assert set(assert_truthful_status(box).values()) == {"present"}
