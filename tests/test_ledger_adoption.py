@@ -135,6 +135,8 @@ def test_a_fix_that_retries_everything_fails_compare_and_set_and_classification(
          "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"),
         ("cron/executions.py", "import os\n", "import os\nimport no_such_module\n",
          "cannot import cron.executions: ModuleNotFoundError: No module named 'no_such_module'"),
+        ("cron/scheduler.py", "import argparse\n", "import argparse\nimport no_such_dep\n",
+         "cannot import cron.scheduler: ModuleNotFoundError: No module named 'no_such_dep'"),
     ],
 )  # fmt: skip
 def test_a_missing_upstream_function_is_could_not_check(

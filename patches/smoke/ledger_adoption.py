@@ -31,6 +31,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,17 +66,21 @@ def ledger_file(home: Path) -> Path:
 # ================================================================ helper roles (subprocesses)
 
 
+def _fatal(reason: str) -> None:
+    """End this helper with the JSON that tells the orchestrator it could not do its part."""
+    emit({"role_error": reason})
+    raise SystemExit(0)
+
+
 def _executions() -> Any:
-    """cron.executions, or SystemExit with the JSON error that says what is missing."""
+    """cron.executions with every function the check drives, or a fatal role error."""
     try:
         import cron.executions as executions
     except Exception as exc:
-        emit({"role_error": f"cannot import cron.executions: {type(exc).__name__}: {exc}"})
-        raise SystemExit(0) from None
+        _fatal(f"cannot import cron.executions: {type(exc).__name__}: {exc}")
     missing = [name for name in REQUIRED if not callable(getattr(executions, name, None))]
     if missing:
-        emit({"role_error": f"cron.executions has no {missing[0]}() (upstream renamed it?)"})
-        raise SystemExit(0)
+        _fatal(f"cron.executions has no {missing[0]}() (upstream renamed it?)")
     return executions
 
 
@@ -117,10 +122,16 @@ def _grace(executions: Any) -> tuple[float, str]:
 
 
 def _scheduler() -> Any:
+    """cron.scheduler; None when the install has none. One that does not import is fatal:
+    the worker could not start either, and the check must not fall back to another path."""
     try:
         import cron.scheduler as scheduler
-    except Exception:
-        return None
+    except ModuleNotFoundError as exc:
+        if exc.name == "cron.scheduler":
+            return None
+        _fatal(f"cannot import cron.scheduler: {type(exc).__name__}: {exc}")
+    except Exception as exc:
+        _fatal(f"cannot import cron.scheduler: {type(exc).__name__}: {exc}")
     return scheduler
 
 
@@ -177,8 +188,7 @@ def role_gateway(count: int) -> None:
     for _ in range(count):
         record = executions.create_execution(JOB_ID, source="patchkeeper-smoke")
         if not executions.mark_execution_handoff_pending(record["id"]):
-            emit({"role_error": "mark_execution_handoff_pending refused our own fresh claim"})
-            return
+            _fatal("mark_execution_handoff_pending refused our own fresh claim")
         ids.append(record["id"])
     emit({"facts": facts, "ids": ids})
 
@@ -309,16 +319,26 @@ def role_holder(db: Path, hold: float) -> None:
     emit({"released": time.monotonic()})
 
 
+def _database_path(database: Any) -> Path | None:
+    """The file a sqlite3.connect() argument names (a path or a file: URI)."""
+    text = os.fsdecode(database) if isinstance(database, str | bytes | os.PathLike) else ""
+    if text.startswith("file:"):
+        text = text[len("file:") :].split("?", 1)[0]
+    return Path(text).resolve() if text and text != ":memory:" else None
+
+
 def role_schema(calls: int) -> None:
     """Count schema statements per ledger call across CALLS calls in this one process."""
     seen: list[str] = []
     connections = [0]
     real_connect = sqlite3.connect
+    ledger = ledger_file(Path(os.environ["HERMES_HOME"])).resolve()
 
     def traced_connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         conn = real_connect(*args, **kwargs)
-        conn.set_trace_callback(lambda sql: seen.append(sql) if _SCHEMA_RE.match(sql) else None)
-        connections[0] += 1
+        if _database_path(kwargs.get("database", args[0] if args else "")) == ledger:
+            conn.set_trace_callback(lambda sql: seen.append(sql) if _SCHEMA_RE.match(sql) else None)
+            connections[0] += 1
         return conn
 
     sqlite3.connect = traced_connect  # before the install's modules bind it
@@ -349,14 +369,19 @@ class Role:
         env = dict(os.environ, HERMES_HOME=str(home))
         argv = [sys.executable, "-B", __file__, "--role", role, *args]
         self.name = role
-        self.proc = subprocess.Popen(
-            argv,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        home.mkdir(parents=True, exist_ok=True)
+        # A file, not a pipe: upstream logging must never block a helper on a full pipe.
+        fd, log = tempfile.mkstemp(prefix=f"{role}-", suffix=".stderr", dir=home)
+        self.log = Path(log)
+        with os.fdopen(fd, "w") as stderr:
+            self.proc = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
 
     def read(self, deadline: float) -> dict[str, Any]:
         """The next JSON object it prints (waiting at most until DEADLINE, monotonic)."""
@@ -383,8 +408,8 @@ class Role:
 
     def _crash(self) -> str:
         self.proc.wait()
-        assert self.proc.stderr is not None
-        lines = [line for line in self.proc.stderr.read().splitlines() if line.strip()]
+        text = self.log.read_text(encoding="utf-8", errors="replace")
+        lines = [line for line in text.splitlines() if line.strip()]
         return f"crashed (exit {self.proc.returncode}): {lines[-1] if lines else 'no output'}"
 
     def send(self, text: str) -> None:
@@ -396,7 +421,7 @@ class Role:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
 
