@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from patchkeeper.bundled import bundled_patches
 from patchkeeper.demo.sandbox import PATCHSET, TAGS, Sandbox, build_sandbox
 from patchkeeper.errors import UserError
 
@@ -123,6 +124,11 @@ def test_builds_are_reproducible_and_patch_bases_name_the_releases(
     assert header(ADOPTION, "Base") == commit_of(sandbox, "v0.21.5")
     assert header(SCHEMA_OLD, "Base") == commit_of(sandbox, "v0.21.5")
     assert header(SCHEMA_NEW, "Base") == commit_of(sandbox, "v0.23.0")
+
+
+def test_patch_set_carries_the_bundled_smoke_checks(sandbox: Sandbox) -> None:
+    bundled = bundled_patches() / "smoke" / "ledger_adoption.py"
+    assert (sandbox.patches / "smoke" / bundled.name).read_bytes() == bundled.read_bytes()
 
 
 def test_a_copied_sandbox_points_at_itself(sandbox: Sandbox, sandbox_template: Sandbox) -> None:

@@ -6,7 +6,10 @@ copied from upstream):
     upstream/            the first release (v0.21.5), file by file
     releases/TAG.diff    every later release as a diff on the one before; the text above
                          the first `diff --git` line is the release's commit message
-    patchset/            the practice patch set: series, patches, smoke check, defaults
+    patchset/            the practice patch set: series, patches, defaults
+
+The sandbox's patch set gets the smoke checks of the bundled Hermes patch set: one check,
+written against upstream's names, serves both the practice and the real upstream.
 
 Commits are made with plumbing in a bare repository (no work tree, no checkout), with fixed
 names and dates, so every build yields the same commit shas: the patches' `Base:` fields
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper import git
+from patchkeeper.bundled import bundled_patches
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.errors import UserError
 
@@ -130,6 +134,7 @@ def build_sandbox(root: Path, *, install_tag: str = "v0.21.5") -> Sandbox:
     _clone_install(sandbox)
     sandbox.home.mkdir()
     shutil.copytree(PATCHSET, sandbox.patches, ignore=_SKIPPED)
+    shutil.copytree(bundled_patches() / "smoke", sandbox.patches / "smoke", ignore=_SKIPPED)
     sandbox.write_config()
     return sandbox
 
