@@ -370,3 +370,16 @@ def test_update_json_is_one_document_with_the_contract_fields(box: Sandbox) -> N
         assert key in doc
     assert (doc["command"], doc["exit_code"]) == ("update", code)
     assert all({"name", "outcome"} <= set(p) for p in doc["patches"])
+
+
+def test_a_user_edit_in_a_patched_file_is_merged_back_with_the_patch(box: Sandbox) -> None:
+    applied(box)
+    scheduler = box.install / "cron/scheduler.py"
+    scheduler.write_text(scheduler.read_text() + "\n# operator: local tweak\n")
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    assert code == 0, doc["attention"]
+    assert doc["restore"]["restored"] == ["cron/scheduler.py"]
+    assert scheduler.read_text().endswith("\n# operator: local tweak\n")
+    assert patch_presence(box, "adoption-retry.patch") == "present"
+    assert "list_executions" in (box.install / "cron/executions.py").read_text()  # v0.22.0
