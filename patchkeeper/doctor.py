@@ -143,19 +143,22 @@ def budget_finding(context: _Context) -> Finding:
     names = _probe_names(context)
     if not names:
         return Finding("timeout budget", True, "no smoke check names a budget to read")
-    python = smoke.find_python(context.install, context.settings)
     timeout = min(PROBE_TIMEOUT, context.settings.smoke_timeout)
-    ok, details, facts = True, [], {}
-    for name in names:
-        path = smoke.check_file(context.patch_set, name)
-        result = smoke.run_check(
-            python, context.install.path, path, timeout=timeout, args=PROBE_ARGS
-        )
-        ok = ok and result.verdict == smoke.PASS
+    report = smoke.run_checks(
+        context.install,
+        context.settings,
+        context.patch_set,
+        names,
+        args=PROBE_ARGS,
+        timeout=timeout,
+    )
+    details: list[str] = []
+    for result in report.results:
         if result.verdict == smoke.ERROR and not result.steps:
-            details.append(f"{name}: could not check: {result.detail}")
-        details += [f"{name}: {s.name}: {s.verdict}, {s.detail}" for s in result.steps]
-        facts[name] = result.extra
+            details.append(f"{result.name}: could not check: {result.detail}")
+        details += [f"{result.name}: {s.name}: {s.verdict}, {s.detail}" for s in result.steps]
+    facts = {result.name: result.extra for result in report.results}
+    ok = report.exit_code == exitcodes.OK
     return Finding("timeout budget", ok, _budget_summary(facts, ok), details, facts)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,13 +44,14 @@ VERDICTS = (PASS, FAIL, ERROR)
 SMOKE_DIR = "smoke"
 PROGRESS_PREFIX = "progress: "
 # Where a virtualenv's interpreter usually is, tried when [install] python is not set.
-VENV_PYTHONS = ("venv/bin/python", ".venv/bin/python", "venv/Scripts/python.exe")
+VENV_PYTHONS = ("venv/bin/python", ".venv/bin/python")
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a file name in smoke/, no path
 _OUTPUT_LIMIT = 1 << 20  # bytes of stdout kept; a verdict is a few KB
 _STDERR_TAIL = 20  # lines of stderr kept to explain a crash
 _REAP_SECONDS = 5.0  # how long to wait for output pipes after the process group is killed
 
 Progress = Callable[[str, str], None]  # (check name, text)
-Progress1 = Callable[[str], None]  # text, for one check
+Relay = Callable[[str], None]  # text, for the one check that is running
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,10 @@ def available_checks(patch_set: PatchSet) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.py") if not p.name.startswith("_"))
 
 
-def check_file(patch_set: PatchSet, name: str) -> Path:
-    return patch_set.root / SMOKE_DIR / f"{name.removesuffix('.py')}.py"
+def check_file(patch_set: PatchSet, name: str) -> Path | None:
+    """smoke/NAME.py; None when NAME is not a plain file name (it may not leave smoke/)."""
+    stem = name.removesuffix(".py")
+    return patch_set.root / SMOKE_DIR / f"{stem}.py" if _NAME_RE.fullmatch(stem) else None
 
 
 # ---------------------------------------------------------------- running one check
@@ -151,7 +155,7 @@ def _read_stdout(stream: IO[bytes], sink: bytearray) -> None:
             sink.extend(chunk[: _OUTPUT_LIMIT - len(sink)])
 
 
-def _read_stderr(stream: IO[bytes], tail: list[str], relay: Progress1) -> None:
+def _read_stderr(stream: IO[bytes], tail: list[str], relay: Relay) -> None:
     for raw in stream:
         line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         if line.startswith(PROGRESS_PREFIX):
@@ -170,7 +174,7 @@ class _Run:
 
 
 def _run_process(
-    argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float, relay: Progress1
+    argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float, relay: Relay
 ) -> _Run:
     started = time.monotonic()
     try:
@@ -318,18 +322,24 @@ def run_checks(
     patch_set: PatchSet,
     names: Iterable[str],
     on_progress: Progress | None = None,
+    *,
+    args: Sequence[str] = (),
+    timeout: float | None = None,
 ) -> SmokeReport:
-    """Run the named checks of PATCH_SET, in order, each once."""
+    """Run the named checks of PATCH_SET, in order, each once, with ARGS (`--probe`)."""
     python = find_python(install, settings)
     results = []
     for name in dict.fromkeys(n.removesuffix(".py") for n in names):
         if on_progress is not None:
             on_progress(name, f"running with {python.path}")
         path = check_file(patch_set, name)
-        result = run_check(
-            python, install.path, path, timeout=settings.smoke_timeout, on_progress=on_progress
+        if path is None:
+            results.append(CheckResult(name, ERROR, 0.0, detail=f"{name!r} is not a check name"))
+            continue
+        limit = timeout or settings.smoke_timeout
+        results.append(
+            run_check(python, install.path, path, timeout=limit, args=args, on_progress=on_progress)
         )
-        results.append(result)
     return SmokeReport(python, tuple(results))
 
 
@@ -337,9 +347,11 @@ def select_checks(patch_set: PatchSet, wanted: str | None) -> list[str]:
     """`--check NAME` (which must exist), else every check in the patch set's smoke/ folder."""
     if wanted is None:
         return available_checks(patch_set)
-    if not check_file(patch_set, wanted).is_file():
+    path = check_file(patch_set, wanted)
+    if path is None or not path.is_file():
         known = ", ".join(available_checks(patch_set)) or "none"
-        raise UserError(f"{check_file(patch_set, wanted)}: no such smoke check (known: {known})")
+        where = path or repr(wanted)
+        raise UserError(f"{where}: no such smoke check (known: {known})")
     return [wanted.removesuffix(".py")]
 
 

@@ -247,10 +247,11 @@ def test_the_command_exit_codes_json_and_progress(install: Path, patch_dir: Path
 
 def test_an_unknown_check_is_a_one_line_error(install: Path, patch_dir: Path) -> None:
     write_check(patch_dir, "good", "verdict('pass')\n")
-    proc = run_cli("smoke", "--install", install, "--patches", patch_dir, "--check", "nope")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().endswith("no such smoke check (known: good)")
-    assert len(proc.stderr.strip().splitlines()) == 1
+    for wanted in ("nope", "../good"):
+        proc = run_cli("smoke", "--install", install, "--patches", patch_dir, "--check", wanted)
+        assert proc.returncode == 2
+        assert proc.stderr.strip().endswith("no such smoke check (known: good)")
+        assert len(proc.stderr.strip().splitlines()) == 1
 
 
 # ---------------------------------------------------------------- what update runs
@@ -266,7 +267,7 @@ def test_update_runs_the_checks_applied_patches_name_plus_configured_ones(
     root = write_patch_set(
         tmp_path / "set",
         {
-            "fix.patch": patch_text(diff, smoke="good, gone"),
+            "fix.patch": patch_text(diff, smoke="good, gone, ../escape"),
             "other.patch": patch_text(diff.replace("x.py", "y.py"), smoke="never"),
         },
         config='[smoke]\nchecks = ["extra", "good"]\n',
@@ -278,12 +279,15 @@ def test_update_runs_the_checks_applied_patches_name_plus_configured_ones(
         PatchResult("fix", "applied", variant="fix.patch"),
         PatchResult("other", "conflict", variant="other.patch"),
     ]
-    assert smoke.checks_for_patches(patch_set, settings, results) == ["good", "gone", "extra"]
+    names = smoke.checks_for_patches(patch_set, settings, results)
+    assert names == ["good", "gone", "../escape", "extra"]
     report = smoke.run_for_patches(open_install(install), settings, patch_set, results)
     assert [(r.name, r.verdict) for r in report.results] == [
         ("good", "pass"),
         ("gone", "error"),
+        ("../escape", "error"),
         ("extra", "pass"),
     ]
     assert "no such check" in report.results[1].detail
+    assert report.results[2].detail == "'../escape' is not a check name"
     assert report.exit_code == 4
