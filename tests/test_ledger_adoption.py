@@ -160,12 +160,21 @@ def test_a_grace_too_short_to_stage_the_stall_is_could_not_check(ledger_sandbox:
     assert verdicts(result)["1 happy path"] == "pass"
 
 
-def test_the_hold_follows_the_installs_busy_timeout(ledger_sandbox: Sandbox) -> None:
-    """Read, not assumed: a 1 s busy timeout makes a 3 s stall (and a quick run)."""
+def test_the_hold_follows_the_installs_busy_timeout_through_upstream_chatter(
+    ledger_sandbox: Sandbox,
+) -> None:
+    """Read, not assumed: a 1 s busy timeout makes a 3 s stall (and a quick run).
+
+    Upstream code that prints on stdout (and stderr) as it imports confuses nothing.
+    """
     edit(ledger_sandbox, "hermes_cli/sqlite_util.py", "BUSY_TIMEOUT_MS = 5000",
          "BUSY_TIMEOUT_MS = 1000")  # fmt: skip
+    edit(ledger_sandbox, "cron/scheduler.py", "import argparse\n",
+         "import argparse\nprint('RuntimeWarning: noise')\nprint('{}')\n"
+         "import sys\nprint('warning: chatter', file=sys.stderr)\n")  # fmt: skip
     result = run_check(ledger_sandbox)
     assert result.extra["busy_timeout_seconds"] == 1.0
     assert result.extra["hold_seconds"] == 3.0
     stall = next(s for s in result.steps if s.name == "3 lock stall")
     assert stall.verdict == "fail" and "database is locked after 1." in stall.detail
+    assert verdicts(result)["1 happy path"] == "pass"

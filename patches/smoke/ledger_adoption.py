@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import selectors
 import sqlite3
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 CHECK = "ledger_adoption"
+ROLE_TAG = "ledger_adoption_role"  # marks a helper's answers among whatever else is printed
 JOB_ID = "patchkeeper-smoke"
 ROLE_TIMEOUT = 60.0  # seconds any helper process may take (imports included)
 DEFAULT_BUSY_TIMEOUT = 5.0  # hermes_cli.sqlite_util's default, when the install hides it
@@ -59,6 +61,11 @@ def emit(document: dict[str, Any]) -> None:
     print(json.dumps(document), flush=True)
 
 
+def reply(document: dict[str, Any]) -> None:
+    """A helper's answer, tagged: upstream code may print JSON-looking lines too."""
+    emit({ROLE_TAG: True, **document})
+
+
 def ledger_file(home: Path) -> Path:
     return home / "cron" / "executions.db"
 
@@ -68,7 +75,7 @@ def ledger_file(home: Path) -> Path:
 
 def _fatal(reason: str) -> None:
     """End this helper with the JSON that tells the orchestrator it could not do its part."""
-    emit({"role_error": reason})
+    reply({"role_error": reason})
     raise SystemExit(0)
 
 
@@ -190,7 +197,7 @@ def role_gateway(count: int) -> None:
         if not executions.mark_execution_handoff_pending(record["id"]):
             _fatal("mark_execution_handoff_pending refused our own fresh claim")
         ids.append(record["id"])
-    emit({"facts": facts, "ids": ids})
+    reply({"facts": facts, "ids": ids})
 
 
 def _read_row(db: Path, execution_id: str) -> dict[str, Any] | None:
@@ -303,20 +310,20 @@ class _Worker:
 
 def role_worker(execution_id: str, deadline: float, scratch: Path) -> None:
     worker = _Worker(execution_id, deadline, scratch)
-    emit({"ready": True})
+    reply({"ready": True})
     sys.stdin.readline()  # "go": sent once the stage is set
-    emit(worker.run())
+    reply(worker.run())
 
 
 def role_holder(db: Path, hold: float) -> None:
     """Hold the ledger's write lock for HOLD seconds, as a stalled writer would."""
     conn = sqlite3.connect(str(db), timeout=ROLE_TIMEOUT, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
-    emit({"locked": time.monotonic()})
+    reply({"locked": time.monotonic()})
     time.sleep(hold)
     conn.execute("ROLLBACK")
     conn.close()
-    emit({"released": time.monotonic()})
+    reply({"released": time.monotonic()})
 
 
 def _database_path(database: Any) -> Path | None:
@@ -352,7 +359,7 @@ def role_schema(calls: int) -> None:
         else:
             executions.mark_execution_handoff_pending(current)
         per_call.append(len(seen) - before)
-    emit({"per_call": per_call, "connections": connections[0], "first": seen[:3]})
+    reply({"per_call": per_call, "connections": connections[0], "first": seen[:3]})
 
 
 # ================================================================ the orchestrator
@@ -375,36 +382,38 @@ class Role:
         self.log = Path(log)
         with os.fdopen(fd, "w") as stderr:
             self.proc = subprocess.Popen(
-                argv,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
+                argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
             )
+        assert self.proc.stdout is not None
+        self.stdout = self.proc.stdout.fileno()
+        self.pending = b""
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.stdout, selectors.EVENT_READ)
 
     def read(self, deadline: float) -> dict[str, Any]:
-        """The next JSON object it prints (waiting at most until DEADLINE, monotonic)."""
-        assert self.proc.stdout is not None
-        import selectors
+        """The next JSON object it prints (waiting at most until DEADLINE, monotonic).
 
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.proc.stdout, selectors.EVENT_READ)
-            while True:
-                if not selector.select(max(0.0, deadline - time.monotonic())):
-                    self.proc.kill()
-                    raise RoleError(f"{self.name} process did not answer in time")
-                line = self.proc.stdout.readline()
-                if not line:
-                    raise RoleError(f"{self.name} process {self._crash()}")
+        Reads raw bytes and splits lines itself: a buffered readline() after select() could
+        hold a second line in its buffer while select() waits for more.
+        """
+        while True:
+            while b"\n" in self.pending:
+                line, self.pending = self.pending.split(b"\n", 1)
                 try:
                     document = json.loads(line)
                 except ValueError:
                     continue  # upstream code printing on stdout
-                if isinstance(document, dict):
+                if isinstance(document, dict) and document.get(ROLE_TAG) is True:
                     if "role_error" in document:
                         raise RoleError(document["role_error"])
                     return document
+            if not self.selector.select(max(0.0, deadline - time.monotonic())):
+                self.proc.kill()
+                raise RoleError(f"{self.name} process did not answer in time")
+            chunk = os.read(self.stdout, 65536)
+            if not chunk:
+                raise RoleError(f"{self.name} process {self._crash()}")
+            self.pending += chunk
 
     def _crash(self) -> str:
         self.proc.wait()
@@ -414,13 +423,14 @@ class Role:
 
     def send(self, text: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.write(text.encode() + b"\n")
         self.proc.stdin.flush()
 
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        self.selector.close()
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 stream.close()
@@ -542,7 +552,11 @@ class Check:
 def _said(seen: dict[str, Any]) -> str:
     if seen["outcome"] == "raised":
         return f"{seen['error']} after {seen['seconds']:.2f} s, {seen['calls']} call(s)"
-    return f"{seen['outcome']} after {seen['seconds']:.2f} s"
+    said = f"{seen['outcome']} after {seen['seconds']:.2f} s"
+    codes = sorted({code for code in seen["call_codes"] if code is not None})
+    if codes:  # the worker path swallowed an error: name it
+        said += f" (adoption raised SQLite error code {', '.join(map(str, codes))} inside)"
+    return said
 
 
 def _job_start_problem(seen: dict[str, Any], execution_id: str) -> str | None:
