@@ -25,6 +25,8 @@ function or a helper process that crashes is `error` ("could not check"), never 
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import os
 import re
@@ -36,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 CHECK = "ledger_adoption"
 ROLE_TAG = "ledger_adoption_role"  # marks a helper's answers among whatever else is printed
@@ -73,7 +75,7 @@ def ledger_file(home: Path) -> Path:
 # ================================================================ helper roles (subprocesses)
 
 
-def _fatal(reason: str) -> None:
+def _fatal(reason: str) -> NoReturn:
     """End this helper with the JSON that tells the orchestrator it could not do its part."""
     reply({"role_error": reason})
     raise SystemExit(0)
@@ -91,12 +93,21 @@ def _executions() -> Any:
     return executions
 
 
-def _optional(module: str, name: str) -> Any:
+def _module(name: str) -> Any:
+    """The install's module NAME; None when it has none. One that does not import is fatal:
+    a worker could not run it either, and the check must not fall back to another path."""
     try:
-        imported = __import__(module, fromlist=[name])
-    except ImportError:
-        return None
-    return getattr(imported, name, None)
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        _fatal(f"cannot import {name}: {type(exc).__name__}: {exc}")
+    except Exception as exc:
+        _fatal(f"cannot import {name}: {type(exc).__name__}: {exc}")
+
+
+def _optional(module: str, name: str) -> Any:
+    return getattr(_module(module), name, None)
 
 
 def _error_code(exc: BaseException) -> int | None:
@@ -121,34 +132,18 @@ def _busy_timeout(executions: Any) -> tuple[float, str]:
 
 
 def _grace(executions: Any) -> tuple[float, str]:
-    for module in (executions, _scheduler()):
+    for module in (executions, _module("cron.scheduler")):
         value = getattr(module, "HANDOFF_ADOPTION_GRACE_SECONDS", None)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value), f"{module.__name__}.HANDOFF_ADOPTION_GRACE_SECONDS"
     return DEFAULT_GRACE, "assumed (no HANDOFF_ADOPTION_GRACE_SECONDS found)"
 
 
-def _scheduler() -> Any:
-    """cron.scheduler; None when the install has none. One that does not import is fatal:
-    the worker could not start either, and the check must not fall back to another path."""
-    try:
-        import cron.scheduler as scheduler
-    except ModuleNotFoundError as exc:
-        if exc.name == "cron.scheduler":
-            return None
-        _fatal(f"cannot import cron.scheduler: {type(exc).__name__}: {exc}")
-    except Exception as exc:
-        _fatal(f"cannot import cron.scheduler: {type(exc).__name__}: {exc}")
-    return scheduler
-
-
 def _worker_function() -> Callable[..., Any] | None:
-    return getattr(_scheduler(), "_run_external_worker_payload", None)
+    return getattr(_module("cron.scheduler"), "_run_external_worker_payload", None)
 
 
 def _source_calls(function: Callable[..., Any], name: str) -> bool:
-    import inspect
-
     try:
         return name in inspect.getsource(function)
     except (OSError, TypeError):
@@ -593,21 +588,28 @@ def overall(steps: list[dict[str, Any]]) -> str:
 
 
 def budget_steps(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chain: grace >= retry budget + ack reserve, and the budget outlasts a stall."""
     grace, busy = facts["grace_seconds"], facts["busy_timeout_seconds"]
     reserve, budget = facts["ack_reserve_seconds"], facts["retry_budget_seconds"]
-    fits = budget + reserve <= grace
-    room = budget >= 2 * busy
+    retries = facts["worker_retries"]
+    assumed = [
+        what
+        for what, key in (("grace", "grace_source"), ("busy timeout", "busy_timeout_source"),
+                          ("ack reserve", "ack_reserve_source"))
+        if facts[key].startswith("assumed")
+    ]  # fmt: skip
+    note = f" ({', '.join(assumed)} assumed: not found in the install)" if assumed else ""
+    room = "" if retries else "; the worker adopts once, no retry"
     return [
         {
             "name": "grace >= retry budget + ack reserve",
-            "verdict": "pass" if fits else "fail",
-            "detail": f"{grace:g} s >= {budget:g} s + {reserve:g} s",
+            "verdict": "pass" if budget + reserve <= grace else "fail",
+            "detail": f"{grace:g} s >= {budget:g} s + {reserve:g} s{note}",
         },
         {
             "name": "retry budget >= 2 x busy timeout",
-            "verdict": "pass" if room and facts["worker_retries"] else "fail",
-            "detail": f"{budget:g} s vs {busy:g} s busy timeout"
-            + ("" if facts["worker_retries"] else "; the worker adopts once, no retry"),
+            "verdict": "pass" if retries and budget >= 2 * busy else "fail",
+            "detail": f"{budget:g} s vs {busy:g} s busy timeout{room}",
         },
     ]
 
