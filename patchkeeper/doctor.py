@@ -10,7 +10,6 @@ is not ok: "could not check" never reads as healthy.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,18 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from patchkeeper import exitcodes, smoke
+from patchkeeper import journal as jr
 from patchkeeper.config import DEFAULT_INSTALL, Settings, load_settings
 from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.install import Install, install_version, open_install, operation_in_progress
+from patchkeeper.leftovers import find_leftovers, receipt_dirs
 from patchkeeper.patching import worktree_status
 from patchkeeper.patchset import PatchSet, inspect_patch_set
-from patchkeeper.stashes import list_stashes
 from patchkeeper.verdict import tree_exit_code
 
 PROBE_ARGS = ("--probe",)
 PROBE_TIMEOUT = 60.0  # a probe only reads; it gets at most this (or [smoke] timeout if lower)
-AUTOSTASH_FILES = ("MERGE_AUTOSTASH", "rebase-merge/autostash", "rebase-apply/autostash")
-RECEIPTS = Path("logs") / "update_receipts"
 STASH_STEP = "local_changes_stash"
 
 
@@ -93,19 +91,15 @@ def interpreter_finding(install: Install, settings: Settings) -> Finding:
 # ---------------------------------------------------------------- git state
 
 
-def git_state_finding(install: Install) -> Finding:
-    problems: list[str] = []
-    busy = operation_in_progress(install)
-    if busy:
-        problems.append(busy)
+def git_state_finding(install: Install, patch_set: PatchSet) -> Finding:
+    """No merge or rebase under way, and nothing an update left behind (leftovers.py)."""
+    problems = [reason] if (reason := operation_in_progress(install)) else []
     problems += [
-        f"autostash left by git: {install.git_dir / name}"
-        for name in AUTOSTASH_FILES
-        if (install.git_dir / name).exists()
+        f"{item.kind} {item.label} ({item.classification})"
+        for item in find_leftovers(install, patch_set)
     ]
-    problems += [f"stash entry {s.selector}: {s.message}" for s in list_stashes(install.path)]
     if not problems:
-        return Finding("git state", True, "no merge in progress, no stash entries, no autostash")
+        return Finding("git state", True, "no merge in progress, no leftovers")
     summary = f"{len(problems)} leftover(s) or unfinished operation(s)"
     return Finding("git state", False, summary, problems)
 
@@ -182,11 +176,7 @@ def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
 
 
 def _journal_finding(install: Install) -> Finding | None:
-    """From patchkeeper's own update journal, when this build has one and it holds a run."""
-    try:
-        from patchkeeper import journal as jr
-    except ImportError:
-        return None
+    """From patchkeeper's own update journal, when it holds a run."""
     try:
         unfinished = jr.load(install.state_dir)
     except PatchkeeperError as exc:
@@ -204,13 +194,6 @@ def _journal_finding(install: Install) -> Finding | None:
         return Finding("last update", True, f"{run}: finished")
     failed = f"finished, but the upstream command failed (exit {data.get('upstream_exit')})"
     return Finding("last update", False, f"{run}: {failed}")
-
-
-def receipt_dirs(install: Install) -> list[Path]:
-    """Where `hermes update` leaves receipts: HERMES_HOME, the install's parent, ~/.hermes."""
-    homes = [Path(os.environ["HERMES_HOME"])] if os.environ.get("HERMES_HOME") else []
-    homes += [install.path.parent, Path(DEFAULT_INSTALL).expanduser().parent]
-    return list(dict.fromkeys((home / RECEIPTS).resolve() for home in homes))
 
 
 def _latest_receipt(install: Install) -> tuple[Path, dict[str, Any]] | None:
@@ -286,7 +269,7 @@ def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
     findings += [
         _guarded("install", lambda: install_finding(install, settings)),
         _guarded("interpreter", lambda: interpreter_finding(install, settings)),
-        _guarded("git state", lambda: git_state_finding(install)),
+        _guarded("git state", lambda: git_state_finding(install, patch_set)),
         lint_finding(patch_set, problems),
         _guarded("patches", lambda: patches_finding(context)),
         _guarded("timeout budget", lambda: budget_finding(context)),

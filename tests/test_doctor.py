@@ -110,17 +110,23 @@ def test_a_probe_that_cannot_check_is_not_ok(doctor_sandbox: Sandbox) -> None:
 
 
 def test_leftovers_in_git_are_named(doctor_sandbox: Sandbox) -> None:
-    """Like `hermes update`: the stash takes the patches with it, and the fix is gone."""
+    """Like `hermes update`: the stash takes the patches with it, and the fix is gone.
+
+    The operator's own stash entries are theirs, not leftovers.
+    """
     patched(doctor_sandbox)
     install = doctor_sandbox.install
     (install / "cron" / "scheduler.py").write_text("# edited by hand\n")
     git(install, "stash", "push", "-q", "-m", "hermes-update-autostash-20261001-120000")
-    (install / ".git" / "MERGE_AUTOSTASH").write_text("0" * 40 + "\n")
+    autostash = git(install, "rev-parse", "stash@{0}")
+    (install / "hermes_constants.py").write_text("# my own work\n")
+    git(install, "stash", "push", "-q", "-m", "my own work")
+    (install / ".git" / "MERGE_AUTOSTASH").write_text(autostash + "\n")
     report, findings = diagnosed(doctor_sandbox)
     assert failing(report) == ["git state", "patches", "timeout budget"]
     assert findings["git state"].details == [
-        f"autostash left by git: {install / '.git' / 'MERGE_AUTOSTASH'}",
-        "stash entry stash@{0}: On main: hermes-update-autostash-20261001-120000",
+        "stash stash@{1} On main: hermes-update-autostash-20261001-120000 (mixed)",
+        f"autostash-file {install / '.git' / 'MERGE_AUTOSTASH'} (mixed)",
     ]
 
 
