@@ -188,7 +188,10 @@ def _journal_finding(install: Install) -> Finding | None:
     runs = sorted((install.state_dir / jr.RUNS_DIR).glob(f"*/{jr.JOURNAL_FILE}"))
     if not runs:
         return None
-    data = json.loads(runs[-1].read_text(encoding="utf-8"))
+    try:
+        data = json.loads(runs[-1].read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return Finding("last update", False, f"{runs[-1]}: unreadable ({exc})")
     run = f"patchkeeper update {data.get('id')} at {data.get('started_at')}"
     if data.get("upstream_ok"):
         return Finding("last update", True, f"{run}: finished")
