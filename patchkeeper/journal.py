@@ -9,6 +9,7 @@ history, so "is there an unfinished update?" is one `exists()`.
 
 For tests, PATCHKEEPER_STOP_AT_PHASE=N kills the process (SIGKILL, no clean-up) right after
 the journal records that phase N starts: a crash at every phase boundary can be reproduced.
+`N.k` names a point inside phase N (see the `checkpoint` calls in update.py).
 """
 
 from __future__ import annotations
@@ -113,7 +114,12 @@ def begin_phase(state_dir: Path, journal: Journal, number: int) -> None:
     """Record that phase NUMBER starts (before it touches anything)."""
     journal.phase = number
     save(state_dir, journal)
-    if os.environ.get(STOP_ENV) == str(number):
+    checkpoint(str(number))
+
+
+def checkpoint(point: str) -> None:
+    """Die here, like a power cut, when the fault-injection variable names POINT."""
+    if os.environ.get(STOP_ENV) == point:
         os.kill(os.getpid(), signal.SIGKILL)
 
 

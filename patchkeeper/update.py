@@ -207,6 +207,9 @@ def run_streamed(
     reader.start()
     try:
         result.exit_status = proc.wait(timeout)
+    except KeyboardInterrupt:  # the operator stops us: stop what we started, then stop
+        _kill_group(proc.pid, signal.SIGTERM)
+        raise
     except subprocess.TimeoutExpired:
         result.timed_out = True
         _kill_group(proc.pid, signal.SIGTERM)
@@ -330,7 +333,7 @@ class UpdateRun:
         finally:
             record.seconds = round(time.monotonic() - started, 3)
 
-    def _skip(self, number: int, why: str) -> None:
+    def skip(self, number: int, why: str) -> None:
         self.report.phases.append(PhaseRecord(number, jr.phase_name(number), "skipped", 0, why))
 
     # -- phases 1-4
@@ -347,7 +350,7 @@ class UpdateRun:
         """Phase 2; False when the update must stop here (a patch would not apply)."""
         ref = self.options.preview
         if ref is None:
-            self._skip(2, "no --preview REF")
+            self.skip(2, "no --preview REF")
             return True
         stop = False
 
@@ -380,6 +383,7 @@ class UpdateRun:
             f"patchkeeper: work tree before update {self.journal.id}",
         )
         self._set_ref("before", before)
+        jr.checkpoint("3.1")
         edits_tree = self._strip_patches(snapshot, records)
         if edits_tree != head_tree:
             edits = lo.commit_tree(
@@ -389,21 +393,20 @@ class UpdateRun:
                 f"patchkeeper: your edits, set aside by update {self.journal.id}",
             )
             self._set_ref("edits", edits)
+        jr.checkpoint("3.2")
         save_applied(self.state_dir, {}, {})
+        jr.checkpoint("3.3")
         diff = git.run(
             ["diff", "--binary", "--full-index", "--no-renames", snapshot, head_tree],
             self.install.path,
         ).stdout
         if diff:
             git.run(["apply", "--whitespace=nowarn", "-"], self.install.path, stdin=diff)
+        jr.checkpoint("3.4")
         git.run(["reset", "-q"], self.install.path)
         changed = lo.changed_paths(self.install.path, head_tree, edits_tree)
-        kept = (
-            f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
-            if changed
-            else ("no edits of yours")
-        )
-        return f"took out {len(records)} patch(es); {kept}"
+        kept = f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
+        return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
 
     def _set_ref(self, what: str, commit: str) -> None:
         ref = self.journal.ref(what)
@@ -457,6 +460,7 @@ class UpdateRun:
             jr.save(self.state_dir, self.journal)
 
         result = run_streamed(command, self.install.path, timeout, self.sink, started)
+        jr.checkpoint("4.1")
         self.report.upstream = result
         self.journal.upstream_exit = result.exit_status
         self.journal.upstream_ok = result.ok
@@ -502,6 +506,7 @@ class UpdateRun:
 
     def apply(self) -> str:
         self.report.tree = apply_patches(self.install, self.ws.settings, self.ws.patch_set)
+        jr.checkpoint("6.1")
         results = self.report.tree.results
         for result in results:
             if result.outcome == oc.UPSTREAM_HAS_IT:
@@ -551,6 +556,7 @@ class UpdateRun:
             lo.tree_of(self.install.path, ref),
         )
         result.restored = lo.write_merge(self.install, preview)
+        jr.checkpoint("7.1")
         where = f"git -C {self.install.path}"
         for path in preview.conflicts:
             result.kept.append(
@@ -607,7 +613,7 @@ class UpdateRun:
         blocked = self.blocked()
         if blocked:
             for number in range(6, 11):
-                self._skip(number, blocked)
+                self.skip(number, blocked)
             self.report.attention.append(
                 f"{blocked}: patches not applied, your edits stay in "
                 f"{self.journal.edits_ref or '(none)'}; finish or abort it with git, then run "
@@ -619,7 +625,7 @@ class UpdateRun:
         self.phase(7, self.restore)
         self.phase(8, self.smoke)
         if self.journal.upstream_ok is False:
-            self._skip(9, "the upstream command failed")
+            self.skip(9, "the upstream command failed")
         else:
             self.phase(9, self.post)
         self.phase(10, lambda: "done")
@@ -670,7 +676,7 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
         raise
     if not go_on:
         for number in range(3, 10):
-            run._skip(number, "stopped after preview")
+            run.skip(number, "stopped after preview")
         run.phase(10, lambda: "stopped before touching anything")
         run.finish()
         return run.report

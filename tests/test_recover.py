@@ -91,6 +91,30 @@ def test_kill_at_every_phase_boundary_then_recover(box: Sandbox, phase: int) -> 
     assert git(box.install, "rev-parse", "HEAD") == new and all_edits_present(box)
 
 
+INSIDE = {
+    "3.1": "old",  # snapshot ref written, nothing else
+    "3.2": "old",  # edits ref written
+    "3.3": "old",  # patchkeeper's record cleared, tree not yet cleaned
+    "3.4": "old",  # tree cleaned, index not yet reset
+    "4.1": "new",  # the upstream command finished, its exit not yet recorded
+    "6.1": "new",  # patches written and recorded, leftovers not yet settled
+    "7.1": "new",  # edits merged back, their ref not yet deleted
+}
+
+
+@pytest.mark.parametrize("point", sorted(INSIDE))
+def test_kill_inside_a_phase_then_recover(box: Sandbox, point: str) -> None:
+    killed = pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": point})
+    assert killed.returncode == -signal.SIGKILL
+    code, doc = pk_json(box, "recover")
+    assert (code, doc["direction"]) == (0, INSIDE[point]), doc
+    tag = "v0.21.5" if INSIDE[point] == "old" else "v0.22.0"
+    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", f"{tag}^{{}}")
+    assert all_edits_present(box)
+    assert set(assert_truthful_status(box).values()) == {"present"}
+    assert git(box.install, "stash", "list") == "" and run_refs(box) == ""
+
+
 def test_recover_without_an_unfinished_update_does_nothing(box: Sandbox) -> None:
     code, doc = pk_json(box, "recover")
     assert (code, doc["direction"]) == (0, "nothing")
