@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkeeper import git
+from patchkeeper import journal as jr
 from patchkeeper.errors import UserError
 from patchkeeper.install import Install, operation_in_progress
-from patchkeeper.journal import REF_PREFIX
 from patchkeeper.patchset import PatchSet
 from patchkeeper.scratch import scratch_index
 
@@ -298,14 +298,14 @@ def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
         [
             "for-each-ref",
             "--format=%(refname)%00%(objectname)%00%(creatordate:unix)",
-            f"{REF_PREFIX}/",
+            f"{jr.REF_PREFIX}/",
         ],
         repo,
     )
     found = []
     for line in raw.splitlines():
         ref, sha, stamp = line.split("\0")
-        run_id = ref.removeprefix(f"{REF_PREFIX}/").rsplit("/", 1)[0]
+        run_id = ref.removeprefix(f"{jr.REF_PREFIX}/").rsplit("/", 1)[0]
         if not ref.endswith("/edits") or run_id == exclude_run:
             continue
         leftover = _content_leftover(
@@ -386,7 +386,12 @@ def find_leftovers(
     new_stashes: set[str] = frozenset(),  # type: ignore[assignment]
     exclude_run: str | None = None,
 ) -> list[Leftover]:
-    """Everything left behind now, each classified by content."""
+    """Everything left behind now, each classified by content.
+
+    The refs of an unfinished update are not leftovers: `recover` finishes or undoes that run.
+    """
+    if exclude_run is None and (unfinished := jr.load(install.state_dir)) is not None:
+        exclude_run = unfinished.id
     found = _stash_leftovers(install.path, set(new_stashes))
     found += _autostash_leftovers(install)
     found += _set_aside_leftovers(install.path, exclude_run)

@@ -205,20 +205,22 @@ def run_streamed(
     assert proc.stdout is not None
     reader = threading.Thread(target=_pump, args=(proc.stdout, sink, tail), daemon=True)
     reader.start()
+    # A blocking wait in a thread: Popen.wait(timeout) polls, adding up to 50 ms per command.
+    waiter = threading.Thread(target=proc.wait, daemon=True)
+    waiter.start()
     try:
-        result.exit_status = proc.wait(timeout)
+        waiter.join(timeout)
     except KeyboardInterrupt:  # the operator stops us: stop what we started, then stop
         _kill_group(proc.pid, signal.SIGTERM)
         raise
-    except subprocess.TimeoutExpired:
+    if waiter.is_alive():
         result.timed_out = True
         _kill_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(KILL_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
+        waiter.join(KILL_GRACE_SECONDS)
+        if waiter.is_alive():
             _kill_group(proc.pid, signal.SIGKILL)
-            proc.wait()
-        result.exit_status = proc.returncode
+            waiter.join()
+    result.exit_status = proc.wait()
     if result.timed_out:  # members that outlived the leader
         _kill_group(proc.pid, signal.SIGKILL)
     reader.join(2.0)  # a helper that escaped the group may hold the pipe: do not wait on it

@@ -383,3 +383,24 @@ def test_a_user_edit_in_a_patched_file_is_merged_back_with_the_patch(box: Sandbo
     assert scheduler.read_text().endswith("\n# operator: local tweak\n")
     assert patch_presence(box, "adoption-retry.patch") == "present"
     assert "list_executions" in (box.install / "cron/executions.py").read_text()  # v0.22.0
+
+
+def test_a_parked_stash_of_user_content_is_kept_and_restorable(box: Sandbox) -> None:
+    (box.install / "hermes_cli/sqlite_util.py").write_text(
+        (box.install / "hermes_cli/sqlite_util.py").read_text() + "\n# operator tweak\n"
+    )
+    git(box.install, "stash", "push", "-q", "-m", "hermes-update-autostash-20261001-120000")
+    sha = git(box.install, "rev-parse", "refs/stash")
+    applied(box)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    assert code == 5
+    (leftover,) = doc["leftovers"]
+    assert (leftover["classification"], leftover["action"]) == ("user-content", "kept")
+    assert leftover["command"].startswith(f"patchkeeper leftovers restore {sha[:10]}")
+    assert git(box.install, "rev-parse", "refs/stash") == sha  # never dropped
+
+    restore = pk(box, "leftovers", "restore", sha[:10])
+    assert restore.returncode == 0, restore.stdout + restore.stderr
+    assert (box.install / "hermes_cli/sqlite_util.py").read_text().endswith("# operator tweak\n")
+    assert pk(box, "leftovers").returncode == 0 and pk(box, "status").returncode == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from patchkeeper import exitcodes
+from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper.commands.apply import wait_option
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
@@ -39,6 +40,9 @@ def list_leftovers(workspace, as_json: bool) -> int:
     if as_json:
         emit_json("leftovers", code, leftovers=[leftover_json(i) for i in items], patches=[])
         return code
+    unfinished = jr.load(workspace.install.state_dir)
+    if unfinished is not None:
+        click.echo(f"note: update {unfinished.id} is unfinished: `patchkeeper recover` settles it")
     if not items:
         click.echo(f"{workspace.install.path}: no leftovers")
     for item in items:
