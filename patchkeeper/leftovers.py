@@ -127,16 +127,17 @@ def merge_preview(repo: Path, base: str, ours_tree: str, theirs_tree: str) -> Me
     return MergePreview(ours_tree, fields[0].strip(), conflicts)
 
 
-def write_merge(install: Install, preview: MergePreview) -> list[str]:
+def write_merge(install: Install, preview: MergePreview, *, markers: bool = False) -> list[str]:
     """Write the merged content of every non-conflicting path, in one `git apply`.
 
-    The work tree holds PREVIEW.ours for these paths (that is how it was read), so the diff
-    applies exactly; the install's index is not touched.
+    With MARKERS, conflicting paths are written too, holding git's conflict markers for a
+    person to resolve. The work tree holds PREVIEW.ours for these paths (that is how it was
+    read), so the diff applies exactly; the install's index is not touched.
     """
     paths = [
         p
         for p in changed_paths(install.path, preview.ours, preview.result)
-        if p not in preview.conflicts
+        if markers or p not in preview.conflicts
     ]
     if paths:
         diff = git.run(
@@ -186,8 +187,9 @@ class Leftover:
     def backup_ref(self) -> str:
         return f"{DROPPED_PREFIX}/{self.id}"
 
-    def restore_command(self, install: Install) -> str:
-        return f"patchkeeper leftovers restore {self.id} --install {install.path}"
+    def restore_command(self, install: Install, *, markers: bool = False) -> str:
+        flag = " --markers" if markers else ""
+        return f"patchkeeper leftovers restore {self.id}{flag} --install {install.path}"
 
 
 def _stash_entries(repo: Path) -> list[tuple[str, str, float, str]]:

@@ -97,8 +97,7 @@ class CommandResult:
 @dataclass
 class KeptFile:
     path: str
-    take: str  # command that writes the user's version of the file
-    show: str  # command that shows the user's edit
+    show: str  # command that shows the user's edit of the file
 
 
 @dataclass
@@ -106,6 +105,7 @@ class RestoreResult:
     ref: str | None
     restored: list[str] = field(default_factory=list)
     kept: list[KeptFile] = field(default_factory=list)
+    command: str = ""  # merges the kept files in with conflict markers, for a person
 
 
 @dataclass
@@ -561,17 +561,15 @@ class UpdateRun:
         jr.checkpoint("7.1")
         where = f"git -C {self.install.path}"
         for path in preview.conflicts:
-            result.kept.append(
-                KeptFile(
-                    path,
-                    take=f"{where} restore --source={ref} --worktree -- {path}",
-                    show=f"{where} diff {base[:12]} {ref} -- {path}",
-                )
-            )
+            result.kept.append(KeptFile(path, f"{where} diff {base[:12]} {ref} -- {path}"))
         if result.kept:
+            leftover = lo.Leftover(
+                git.out(["rev-parse", ref], self.install.path)[:10], lo.SET_ASIDE, ref, None, None
+            )
+            result.command = leftover.restore_command(self.install, markers=True)
             self.report.attention.append(
                 f"{len(result.kept)} file(s) of your edits conflict with the new version; "
-                f"they stay in {ref}"
+                f"they stay in {ref}; merge them with conflict markers: {result.command}"
             )
         else:
             git.run(["update-ref", "-d", ref], self.install.path)

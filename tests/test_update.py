@@ -215,7 +215,6 @@ def test_a_user_edit_that_conflicts_upstream_stays_in_a_named_ref_exit_5(box: Sa
     proc = pk(box, "update")
     assert proc.returncode == 5, proc.stdout + proc.stderr
     assert "kept in refs/patchkeeper/updates/" in proc.stdout
-    assert "restore --source=refs/patchkeeper/updates/" in proc.stdout
     assert user_edits_present(box)  # the other edits came back
     (ref,) = run_refs(box).splitlines()
     assert ref.endswith("/edits")
@@ -223,6 +222,16 @@ def test_a_user_edit_that_conflicts_upstream_stays_in_a_named_ref_exit_5(box: Sa
     assert patch_presence(box, "schema-once/upto-0.22.patch") == "present"
     listing = pk(box, "leftovers")
     assert "set-aside" in listing.stdout and "user-content" in listing.stdout
+
+    printed = proc.stdout.split("merge them with conflict markers: ", 1)[1].splitlines()[0]
+    words = printed.split()
+    assert words[:3] == ["patchkeeper", "leftovers", "restore"] and "--markers" in words
+    merged = pk(box, *words[1:])  # the printed command, as printed
+    assert merged.returncode == 5, merged.stdout + merged.stderr
+    text = executions.read_text()
+    assert "<<<<<<<" in text and "'lost'" in text and "_TERMINAL_STATES" in text
+    assert patch_presence(box, "schema-once/upto-0.22.patch") == "present"
+    assert run_refs(box) == ref  # kept until the person who resolves the markers drops it
 
 
 def _consistent_and_nothing_lost(box: Sandbox, head: str) -> None:

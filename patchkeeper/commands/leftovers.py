@@ -66,16 +66,21 @@ def show(workspace, leftover_id: str) -> int:
     return exitcodes.OK
 
 
-def restore(workspace, leftover_id: str, as_json: bool) -> int:
-    """Merge the leftover into the work tree only when the merge is clean; then retire it."""
+def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
+    """Merge the leftover into the work tree only when the merge is clean; then retire it.
+
+    With MARKERS a conflicting merge is written too, with conflict markers, and the leftover
+    is kept until the person who resolves them drops it.
+    """
     install = workspace.install
     refuse_if_busy_with_git(install)
     item = lo.find_by_id(install, workspace.patch_set, leftover_id)
     preview = lo.preview_restore(install, item)
     written: list[str] = []
     backup = None
+    if preview.clean or markers:
+        written = lo.write_merge(install, preview, markers=markers)
     if preview.clean:
-        written = lo.write_merge(install, preview)
         backup = lo.drop(install, item)
     code = exitcodes.OK if preview.clean else exitcodes.ATTENTION
     if as_json:
@@ -91,8 +96,16 @@ def restore(workspace, leftover_id: str, as_json: bool) -> int:
         )
         return code
     if not preview.clean:
-        click.echo(f"{item.id}: would conflict in {', '.join(preview.conflicts)}; nothing changed")
+        conflicts = ", ".join(preview.conflicts)
+        if markers:
+            click.echo(
+                f"{item.id}: wrote {len(written)} file(s); resolve the conflict markers "
+                f"in {conflicts}, then `patchkeeper leftovers drop {item.id}`"
+            )
+            return code
+        click.echo(f"{item.id}: would conflict in {conflicts}; nothing changed")
         click.echo(f"  see it: patchkeeper leftovers show {item.id} --install {install.path}")
+        click.echo(f"  merge with conflict markers: {item.restore_command(install, markers=True)}")
         return code
     click.echo(f"{item.id}: restored {len(written)} file(s): {', '.join(written) or '(none)'}")
     click.echo(f"  the entry was removed; backup: {backup}")
@@ -121,6 +134,9 @@ def drop(workspace, leftover_id: str, as_json: bool) -> int:
 @click.command("leftovers")
 @click.argument("action", type=click.Choice(ACTIONS), default="list")
 @click.argument("leftover_id", metavar="ID", required=False)
+@click.option(
+    "--markers", is_flag=True, help="restore: write a conflicting merge too, with conflict markers."
+)
 @install_option
 @patches_option
 @wait_option
@@ -128,6 +144,7 @@ def drop(workspace, leftover_id: str, as_json: bool) -> int:
 def command(
     action: str,
     leftover_id: str | None,
+    markers: bool,
     install_path: Path | None,
     patches_dir: Path | None,
     wait: float,
@@ -138,7 +155,8 @@ def command(
 
     Each leftover is classified by content: patch-content (only what patches add),
     user-content, or mixed. `restore` previews a 3-way merge with git merge-tree and writes
-    only when it is clean; `drop` saves a backup ref under refs/patchkeeper/dropped/ first.
+    only when it is clean (or, with --markers, writes conflict markers for you to resolve);
+    `drop` saves a backup ref under refs/patchkeeper/dropped/ first.
     Listing exits 5 while anything is left behind.
 
     \b
@@ -158,5 +176,5 @@ def command(
         return show(workspace, leftover_id)
     with install_lock(workspace.install.state_dir, f"leftovers {action}", wait):
         if action == "restore":
-            return restore(workspace, leftover_id, as_json)
+            return restore(workspace, leftover_id, markers, as_json)
         return drop(workspace, leftover_id, as_json)

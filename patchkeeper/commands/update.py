@@ -102,8 +102,9 @@ def render_update(report: UpdateReport) -> None:
         echo(f"your edits: restored {len(report.restore.restored)} file(s)")
         for kept in report.restore.kept:
             echo(f"  kept in {report.restore.ref}: {kept.path}")
-            echo(f"      see your edit:  {kept.show}")
-            echo(f"      take your file: {kept.take}  (then merge upstream's change by hand)")
+            echo(f"      see your edit: {kept.show}")
+        if report.restore.kept:
+            echo(f"  merge them with conflict markers: {report.restore.command}")
     echo(
         f"smoke: {report.smoke.status.replace('-', ' ')}"
         + (f" ({report.smoke.detail})" if report.smoke.detail else "")
