@@ -65,6 +65,9 @@ def test_unpatched_the_stall_loses_the_hand_off_and_the_schema_reruns(
     assert "OperationalError: database is locked after 5." in stall
     assert "the hand-off is lost" in stall
     assert steps["5 schema once"]["detail"].startswith("schema ran in 20 of 20 ledger calls")
+    classified = steps["4 error classification"]["detail"]
+    assert "corrupt file: raised at once" in classified
+    assert "drifted table: raised at once" in classified
     facts = check["extra"]
     assert facts["busy_timeout_seconds"] == 5.0 and facts["hold_seconds"] == 7.0
     assert facts["grace_seconds"] == 30.0
@@ -97,20 +100,24 @@ def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
     assert all(step.seconds is not None for step in result.steps)
 
 
-def test_a_fix_that_retries_everything_fails_compare_and_set_and_classification(
+def test_a_fix_that_retries_by_exception_class_fails_compare_and_set_and_classification(
     ledger_sandbox: Sandbox,
 ) -> None:
-    """Retrying a refused claim or a corrupt ledger is the wrong fix, and the check says so."""
+    """A wrong fix: retry any OperationalError, and a refusal, three times. It survives the
+    stall, yet retries a refused claim and a non-busy error, and the check says so."""
     edit(
         ledger_sandbox,
         "cron/scheduler.py",
         "    adopted = adopt_claimed_execution(execution_id)\n",
-        "    import time\n"
-        "    for _ in range(3):\n"
+        "    import sqlite3, time\n"
+        "    for attempt in range(3):\n"
         "        try:\n"
         "            adopted = adopt_claimed_execution(execution_id)\n"
-        "        except Exception:\n"
-        "            adopted = None\n"
+        "        except sqlite3.OperationalError:\n"
+        "            if attempt == 2:\n"
+        "                raise\n"
+        "            time.sleep(0.1)\n"
+        "            continue\n"
         "        if adopted is not None:\n"
         "            break\n"
         "        time.sleep(0.1)\n",
@@ -125,7 +132,12 @@ def test_a_fix_that_retries_everything_fails_compare_and_set_and_classification(
     }
     details = {s.name: s.detail for s in result.steps}
     assert details["2 compare-and-set"] == "a refusal was retried (3 adoption calls)"
-    assert details["4 error classification"].startswith("a corrupt ledger was not reported")
+    assert details["4 error classification"].startswith(
+        "drifted table: a non-busy error was retried (3 calls in "
+    )
+    assert details["4 error classification"].endswith(
+        "OperationalError: no such column: started_at"
+    )
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,7 @@ DEFAULT_ACK_RESERVE = 2.0  # what the #135487 backport keeps for the ack when un
 STALL_MARGIN = 2.0  # the stall outlasts the busy timeout by this much (7 s for 5 s)
 AT_ONCE = 2.0  # a refusal or a hard error must come back within this many seconds
 SCHEMA_CALLS = 20
+UNKNOWN_CODE = -1  # an sqlite3.Error that carries no result code
 BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SCHEMA_RE = re.compile(r"^\s*(CREATE|ALTER)\b", re.IGNORECASE)
 REQUIRED = ("create_execution", "mark_execution_handoff_pending", "adopt_claimed_execution")
@@ -220,7 +221,7 @@ class _Worker:
         self.deadline = deadline
         self.scratch = scratch
         self.db = ledger_file(Path(os.environ["HERMES_HOME"]))
-        self.calls: list[int | None] = []  # per adopt_claimed_execution call: error code
+        self.calls: list[int | None] = []  # per adopt_claimed_execution call: error code or None
         self.job_ran_with: dict[str, Any] | None = None
         executions = _executions()
         real = executions.adopt_claimed_execution
@@ -229,7 +230,7 @@ class _Worker:
             try:
                 result = real(execution_id)
             except sqlite3.Error as exc:
-                self.calls.append(_error_code(exc))
+                self.calls.append(_error_code(exc) or UNKNOWN_CODE)
                 raise
             self.calls.append(None)
             return result
@@ -520,19 +521,29 @@ class Check:
         return "pass", f"adopted in {seen['seconds']:.2f} s after {calls} call(s) ({budget})"
 
     def error_classes(self) -> tuple[str, str]:
-        corrupt_home = self.home / "corrupt"
-        ledger = ledger_file(corrupt_home)
-        ledger.parent.mkdir(parents=True)
-        ledger.write_bytes(b"this is not a SQLite database\n" * 200)
-        seen = self.adopt(corrupt_home, "patchkeeper-smoke-corrupt")
-        if seen["outcome"] != "raised":
-            return "fail", f"a corrupt ledger was not reported as an error: {_said(seen)}"
-        if seen["code"] in BUSY_CODES:
-            return "fail", f"a corrupt ledger was classified as busy: {seen['error']}"
-        if seen["calls"] > 1 or seen["seconds"] > AT_ONCE:
-            took = f"{seen['calls']} calls in {seen['seconds']:.2f} s"
-            return "fail", f"a non-busy error was retried ({took}): {seen['error']}"
-        return "pass", f"raised at once ({seen['seconds']:.2f} s): {seen['error']}"
+        """Two ledgers that fail for reasons other than a lock; each must raise at once.
+
+        A corrupt file (sqlite3.DatabaseError) and a table that lacks `started_at` (an
+        OperationalError that is not busy: "no such column"), which catches a retry that
+        looks at the exception class instead of the SQLite result code.
+        """
+        said = []
+        for label, make in (("corrupt file", _corrupt_ledger), ("drifted table", _drifted_ledger)):
+            home = self.home / label.replace(" ", "-")
+            make(ledger_file(home))
+            seen = self.adopt(home, f"patchkeeper-smoke-{home.name}")
+            if label == "drifted table" and seen["outcome"] == "refused" and not _errors(seen):
+                said.append(f"{label}: not applicable (the install repaired the table)")
+                continue
+            if seen["outcome"] != "raised":
+                return "fail", f"{label}: not reported as an error: {_said(seen)}"
+            if seen["code"] in BUSY_CODES:
+                return "fail", f"{label}: classified as busy: {seen['error']}"
+            if seen["calls"] > 1 or seen["seconds"] > AT_ONCE:
+                took = f"{seen['calls']} calls in {seen['seconds']:.2f} s"
+                return "fail", f"{label}: a non-busy error was retried ({took}): {seen['error']}"
+            said.append(f"{label}: raised at once ({seen['seconds']:.2f} s): {seen['error']}")
+        return "pass", "; ".join(said)
 
     def schema_once(self) -> tuple[str, str]:
         seen = call_role(self.home / "schema", "schema", str(SCHEMA_CALLS))
@@ -544,11 +555,37 @@ class Check:
         return ("pass" if len(ran) <= 1 else "fail"), said
 
 
+def _corrupt_ledger(path: Path) -> None:
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"this is not a SQLite database\n" * 200)
+
+
+def _drifted_ledger(path: Path) -> None:
+    """An executions table without `started_at`: adoption's UPDATE cannot compile."""
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(str(path))
+    try:
+        conn.execute(
+            "CREATE TABLE executions (id TEXT PRIMARY KEY, job_id TEXT NOT NULL, "
+            "source TEXT NOT NULL, process_id TEXT NOT NULL, pid INTEGER NOT NULL, "
+            "process_started_at INTEGER, status TEXT NOT NULL, claimed_at TEXT NOT NULL, "
+            "finished_at TEXT, error TEXT)"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _errors(seen: dict[str, Any]) -> list[int]:
+    """The SQLite result codes adoption calls raised inside the worker path."""
+    return sorted({code for code in seen["call_codes"] if code is not None})
+
+
 def _said(seen: dict[str, Any]) -> str:
     if seen["outcome"] == "raised":
         return f"{seen['error']} after {seen['seconds']:.2f} s, {seen['calls']} call(s)"
     said = f"{seen['outcome']} after {seen['seconds']:.2f} s"
-    codes = sorted({code for code in seen["call_codes"] if code is not None})
+    codes = _errors(seen)
     if codes:  # the worker path swallowed an error: name it
         said += f" (adoption raised SQLite error code {', '.join(map(str, codes))} inside)"
     return said
