@@ -12,7 +12,8 @@ HERMES_HOME. Standard library only; Python 3.11 to 3.14. It drives the install's
   3 lock stall     a third process holds the ledger's write lock (BEGIN IMMEDIATE) for the
                    busy timeout + 2 s; a worker that starts adopting during the stall must
                    still adopt and ack before the gateway's deadline (grace after spawn).
-  4 error classes  adopting from a corrupt ledger raises at once, after one attempt.
+  4 error classes  adopting from a corrupt ledger, and from one whose table lacks a
+                   column (a non-busy OperationalError), raises at once, one attempt.
   5 schema once    20 ledger calls in one process run the schema script at most once
                    (CREATE/ALTER statements seen by a sqlite3 trace callback).
 
