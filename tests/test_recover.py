@@ -165,3 +165,20 @@ def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, t
     assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
     assert all_edits_present(box)
     assert set(assert_truthful_status(box).values()) == {"present"}
+
+
+def test_an_updater_that_leaves_a_merge_in_progress_is_finished_by_recover(box: Sandbox) -> None:
+    set_command(box, ["sh", "-c", "git rev-parse HEAD > .git/MERGE_HEAD"])
+    code, doc = pk_json(box, "update")
+    assert code == 5 and doc["finished"] is False
+    assert {p["name"]: p["status"] for p in doc["phases"]}["apply"] == "skipped"
+    assert any("middle of a merge" in item for item in doc["attention"])
+    assert journal_file(box).exists() and run_refs(box)  # the edits wait in their ref
+    assert pk(box, "update").returncode == 5  # refuses: points at recover
+
+    (box.install / ".git/MERGE_HEAD").unlink()  # the operator settles the merge
+    code, doc = pk_json(box, "recover")
+    assert (code, doc["direction"]) == (0, "new"), doc
+    assert all_edits_present(box)
+    assert set(assert_truthful_status(box).values()) == {"present"}
+    assert run_refs(box) == "" and not journal_file(box).exists()
