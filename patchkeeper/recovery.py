@@ -39,13 +39,15 @@ class RecoverReport:
     actions: list[str] = field(default_factory=list)
     update: UpdateReport | None = None  # the finished run (direction NEW)
     tree: TreeReport | None = None  # how the patches stand afterwards (direction OLD)
+    kept: list[str] = field(default_factory=list)  # files only the `before` ref still holds
 
     def exit_code(self) -> int:
         if self.update is not None:
             return self.update.exit_code()
+        codes = [exitcodes.ATTENTION] if self.kept else []
         if self.tree is not None:
-            return tree_exit_code(self.tree.results, pending_needs_attention=True)
-        return exitcodes.OK
+            codes.append(tree_exit_code(self.tree.results, pending_needs_attention=True))
+        return exitcodes.worst(*codes)
 
 
 def _refuse_if_upstream_running(journal: jr.Journal) -> None:
@@ -83,26 +85,28 @@ def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) 
     if before is None:
         report.actions.append("nothing had been changed yet: the install is as it was")
     else:
-        current = lo.worktree_tree(install)
-        diff = git.run(
-            [
-                "diff",
-                "--binary",
-                "--full-index",
-                "--no-renames",
-                current,
-                lo.tree_of(install.path, before),
-            ],
+        # A 3-way merge rather than an overwrite: edits made after the crash are kept too.
+        preview = lo.merge_preview(
             install.path,
-        ).stdout
-        if diff:
-            git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
+            journal.old_head,
+            lo.worktree_tree(install),
+            lo.tree_of(install.path, before),
+        )
+        lo.write_merge(install, preview)
         _restore_state(workspace, journal)
         report.actions.append(
             f"put the work tree back as it was before update {journal.id} "
             "(patches and your edits), and patchkeeper's record of what it wrote"
         )
-    for what in ("before", "edits"):
+        if preview.conflicts:
+            report.kept = preview.conflicts
+            report.actions.append(
+                f"changed since the crash, so left as they are: {', '.join(preview.conflicts)}; "
+                f"their content before the update is in {journal.ref('before')} "
+                f"(see: git -C {install.path} diff {journal.ref('before')} -- FILE)"
+            )
+    doomed = ("edits",) if report.kept else ("before", "edits")
+    for what in doomed:
         git.run(["update-ref", "-d", journal.ref(what)], install.path, check=False)
     shutil.rmtree(journal.run_dir(install.state_dir) / STATE_BACKUP, ignore_errors=True)
     jr.finish(install.state_dir, journal)

@@ -20,6 +20,7 @@ from patchkeeper.journal import PHASES, UPSTREAM_PHASE
 from patchkeeper.update import group_alive
 from tests.helpers import GIT_ID, git
 from tests.test_update import (
+    USER_README,
     applied,
     journal_file,
     patch_presence,
@@ -182,3 +183,25 @@ def test_an_updater_that_leaves_a_merge_in_progress_is_finished_by_recover(box: 
     assert all_edits_present(box)
     assert set(assert_truthful_status(box).values()) == {"present"}
     assert run_refs(box) == "" and not journal_file(box).exists()
+
+
+def test_rolling_back_keeps_edits_made_after_the_crash(box: Sandbox) -> None:
+    pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": "4"})
+    (box.install / "after-crash.txt").write_text("written while patchkeeper was dead\n")
+    code, doc = pk_json(box, "recover")
+    assert (code, doc["direction"]) == (0, "old"), doc
+    assert all_edits_present(box) and (box.install / "after-crash.txt").is_file()
+    assert set(assert_truthful_status(box).values()) == {"present"}
+
+
+def test_rolling_back_over_a_conflicting_later_edit_keeps_both(box: Sandbox) -> None:
+    pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": "4"})
+    readme = box.install / "README.md"
+    readme.write_text(readme.read_text() + "\nA different line, written after the crash.\n")
+    code, doc = pk_json(box, "recover")
+    assert (code, doc["direction"]) == (5, "old"), doc
+    assert readme.read_text().endswith("written after the crash.\n")  # left as it is
+    (ref,) = run_refs(box).splitlines()
+    assert ref.endswith("/before")
+    assert git(box.install, "show", f"{ref}:README.md").endswith(USER_README.strip())
+    assert any("README.md" in action for action in doc["actions"])
