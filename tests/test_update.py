@@ -413,3 +413,24 @@ def test_a_parked_stash_of_user_content_is_kept_and_restorable(box: Sandbox) -> 
     assert restore.returncode == 0, restore.stdout + restore.stderr
     assert (box.install / "hermes_cli/sqlite_util.py").read_text().endswith("# operator tweak\n")
     assert pk(box, "leftovers").returncode == 0 and pk(box, "status").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ('print(json.dumps({"check": "probe", "verdict": "fail", "steps": []}))', "fail"),
+        ("raise SystemExit(3)", "error"),
+    ],
+)
+def test_a_smoke_check_that_fails_or_cannot_check_is_exit_4(
+    box: Sandbox, body: str, status: str
+) -> None:
+    (box.patches / "smoke/probe.py").write_text(f"import json\n{body}\n")
+    with box.config.open("a") as handle:
+        handle.write('\n[smoke]\nchecks = ["probe"]\n')
+    applied(box)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    assert (code, doc["smoke"]["status"]) == (4, status), doc["smoke"]
+    assert doc["smoke"]["checks"][0]["name"] == "probe"
+    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}
