@@ -39,16 +39,21 @@ def run(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     check: bool = True,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `git ARGS` in CWD; raise GitError on failure when CHECK."""
-    proc = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        env=git_env(env),
-        input=stdin,
-        capture_output=True,
-        check=False,
-    )
+    """Run `git ARGS` in CWD; raise GitError on failure when CHECK, or past TIMEOUT."""
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=git_env(env),
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {' '.join(args[:3])} gave no answer in {timeout:g} s") from None
     if check and proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         reason = detail[-1] if detail else f"exit {proc.returncode}"

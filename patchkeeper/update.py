@@ -48,6 +48,7 @@ from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, apply_patches
 from patchkeeper.scratch import scratch_index
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
+from patchkeeper.version import adopt_remote_tags
 
 DEFAULT_TIMEOUT = 3600.0
 KILL_GRACE_SECONDS = 3.0
@@ -507,6 +508,7 @@ class UpdateRun:
         return operation_in_progress(self.install)
 
     def apply(self) -> str:
+        self._learn_release_tags()
         self.report.tree = apply_patches(self.install, self.ws.settings, self.ws.patch_set)
         jr.checkpoint("6.1")
         results = self.report.tree.results
@@ -519,6 +521,16 @@ class UpdateRun:
                 self.report.attention.append(f"{result.name} drifted: {result.detail}")
         self._settle_leftovers({r.name: r.outcome for r in results})
         return ", ".join(f"{r.name} {r.outcome}" for r in results) or "the patch set is empty"
+
+    def _learn_release_tags(self) -> None:
+        """Name the new version right (variants depend on it) though the updater fetched no tags."""
+        try:
+            adopted = adopt_remote_tags(self.install.path)
+        except git.GitError as exc:
+            self.report.notes.append(f"could not list origin's tags ({exc}): the version may lag")
+            return
+        if adopted:
+            self.report.notes.append(f"tagged commits the update brought in: {', '.join(adopted)}")
 
     def _settle_leftovers(self, outcomes: dict[str, str]) -> None:
         """Drop patch-content leftovers whose patches are back (after a backup); flag the rest."""

@@ -72,3 +72,38 @@ def version_from_command(repo: Path, command: tuple[str, ...]) -> VersionInfo:
         except InvalidVersion:
             pass
     return VersionInfo(None, f"version command exited {proc.returncode}: {text!r}", "unknown")
+
+
+def adopt_remote_tags(repo: Path, remote: str = "origin", timeout: float = 60.0) -> list[str]:
+    """Create local tags for REMOTE's version tags whose commits this clone already has.
+
+    `hermes update` fetches the branch only, so a shallow install never learns the new
+    release's tag and `git describe` keeps naming the old version, which would pick the wrong
+    variants. Listing the remote's tags transfers no objects, and only commits already here
+    are tagged: no history is fetched. Returns the tags created.
+    """
+    listing = git.run(["ls-remote", "--tags", remote, "refs/tags/v*"], repo, timeout=timeout)
+    commits: dict[str, str] = {}
+    for line in listing.stdout.decode(errors="replace").splitlines():
+        sha, _, ref = line.partition("\t")
+        name = ref.removeprefix("refs/tags/")
+        if name.endswith("^{}"):  # the commit an annotated tag points at wins
+            commits[name[:-3]] = sha
+        else:
+            commits.setdefault(name, sha)
+    local = set(git.out(["tag", "--list", "v*"], repo).split())
+    wanted = {name: sha for name, sha in commits.items() if name not in local}
+    if not wanted:
+        return []
+    query = "".join(f"{sha}^{{commit}}\n" for sha in wanted.values()).encode()
+    answers = git.run(["cat-file", "--batch-check"], repo, stdin=query).stdout.decode()
+    present = [
+        name
+        for name, answer in zip(wanted, answers.splitlines(), strict=True)
+        if not answer.endswith(" missing")
+    ]
+    updates = "".join(f"create refs/tags/{name} {wanted[name]}\n" for name in present)
+    if updates:
+        git.run(["update-ref", "--stdin"], repo, stdin=updates.encode())
+    return present
+

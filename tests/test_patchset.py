@@ -145,3 +145,27 @@ def test_shallow_clone_reads_its_version(tmp_path: Path) -> None:
     _, doc = run_json("status", "--install", clone, "--patches", root)
     assert doc["install"]["version"] == "0.21.5"
     assert doc["patches"][0]["outcome"] == "applied"
+
+
+def test_remote_tags_are_adopted_only_for_commits_already_here(tmp_path: Path) -> None:
+    from patchkeeper.version import adopt_remote_tags
+
+    upstream = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{upstream}", str(clone))
+    (upstream / "app.py").write_text(LINES + "two\n")
+    git(upstream, "commit", "-qam", "two")
+    git(upstream, "tag", "-a", "-m", "release", "v2.0.0")
+    git(upstream, "checkout", "-q", "-b", "side", "v1.0.0")
+    (upstream / "side.py").write_text("side\n")
+    git(upstream, "add", "side.py")
+    git(upstream, "commit", "-qm", "side")
+    git(upstream, "tag", "v1.5.0")  # a commit the clone never fetches
+    git(clone, "fetch", "-q", "origin", "main")
+    git(clone, "merge", "-q", "--ff-only", "origin/main")
+    assert git(clone, "tag", "--list") == "v1.0.0"
+
+    assert adopt_remote_tags(clone) == ["v2.0.0"]
+    assert git(clone, "describe", "--tags") == "v2.0.0"
+    assert git(clone, "tag", "--list").split() == ["v1.0.0", "v2.0.0"]
+    assert adopt_remote_tags(clone) == []

@@ -177,12 +177,13 @@ def test_update_to_a_conflicting_version_reports_file_and_hunk_exit_3(box: Sandb
 
 def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.23.0")
-    box.fetch_tags()
+    box.publish("v0.23.0")  # hermes update fetches the branch only: no tags come with it
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert outcomes_of(doc) == {"adoption-retry": "upstream-has-it", "schema-once": "applied"}
     assert any("adoption-retry" in n and "retire" in n for n in doc["notes"])
+    assert doc["install"]["version_after"] == "0.23.0"  # so the from-0.23 variant was chosen
+    assert any("v0.23.0" in n and "tagged" in n for n in doc["notes"])
 
 
 def test_update_heals_a_stash_parked_by_a_bare_hermes_update(box: Sandbox) -> None:
