@@ -31,6 +31,7 @@ from patchkeeper import git
 from patchkeeper import journal as jr
 from patchkeeper.errors import UserError
 from patchkeeper.install import Install, operation_in_progress
+from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet
 from patchkeeper.scratch import scratch_index
 
@@ -186,6 +187,10 @@ class Leftover:
     @property
     def backup_ref(self) -> str:
         return f"{DROPPED_PREFIX}/{self.id}"
+
+    def summary(self) -> str:
+        held = f" ({', '.join(self.patches)})" if self.patches else ""
+        return f"{self.id} {self.kind} {self.classification}{held}: {self.label}"
 
     def restore_command(self, install: Install, *, markers: bool = False) -> str:
         flag = " --markers" if markers else ""
@@ -401,6 +406,19 @@ def find_leftovers(
         classify_content(install.path, leftover, patch_set)
     _note_parked_receipts(install, found)
     return found + _unmerged_leftover(install)
+
+
+def note_leftovers(results: Iterable[PatchResult], leftovers: list[Leftover]) -> None:
+    """On each patch that is not in place, name the leftovers that hold its content."""
+    for result in results:
+        if result.in_place:
+            continue
+        for item in leftovers:
+            if result.name in item.patches:
+                result.notes.append(
+                    f"{item.label} holds this patch's content (`patchkeeper leftovers show "
+                    f"{item.id}`)"
+                )
 
 
 def find_by_id(install: Install, patch_set: PatchSet, wanted: str) -> Leftover:

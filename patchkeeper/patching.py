@@ -63,6 +63,11 @@ def classify_worktree(
     check_symlinks(install, patch_set)
     version = install_version(install, settings)
     records, recorded = _recorded(install)
+    # A record describes the tree of the HEAD it was made on. Once HEAD has moved (an update
+    # patchkeeper did not wrap, a commit), the patch is judged afresh against what is there.
+    head = install.head()
+    moved = {name for name, record in records.items() if record.base != head}
+    recorded = {name: r for name, r in recorded.items() if name not in moved}
 
     def from_head(variant: PatchFile) -> bool:
         return present_in_ref(install.path, "HEAD", variant)
@@ -73,6 +78,10 @@ def classify_worktree(
     classification = classify(
         patch_set, install.path, version.version, load, recorded=recorded, upstream_has=from_head
     )
+    for result in classification.results:
+        if result.name in moved:
+            base = records[result.name].base[:12]
+            result.notes.append(f"recorded on {base}; HEAD has moved since: judged afresh")
     return version, classification, records
 
 

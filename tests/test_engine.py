@@ -266,7 +266,8 @@ def test_status_names_a_stash_holding_a_patch(repo: Path, tmp_path: Path) -> Non
     assert code == 5
     assert doc["patches"][0]["outcome"] == "applied"  # pending again, not "drifted"
     notes = doc["patches"][0]["notes"]
-    assert any("stash@{0} (On main: hermes-update-autostash-20261129)" in n for n in notes)
+    assert any("stash@{0} On main: hermes-update-autostash-20261129 holds" in n for n in notes)
+    assert any("stash patch-content (fix)" in note for note in doc["notes"])
 
 
 def test_status_notes_a_recorded_patch_that_left_the_series(repo: Path, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from patchkeeper.demo.sandbox import TAGS, Sandbox
@@ -111,3 +112,25 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
         assert words in proc.stdout
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
+
+
+def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> None:
+    """Records made on the old HEAD say nothing about the new tree: no false `drifted`."""
+    assert pk(sandbox, "apply")[0] == 0
+    sandbox.publish("v0.23.0")
+    proc = subprocess.run(
+        ["./hermes", "update", "--yes"],
+        cwd=sandbox.install,
+        env=sandbox.hermes_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "parked" in proc.stdout
+    sandbox.fetch_tags()
+    code, doc = pk(sandbox, "status")
+    assert code == 5
+    assert outcomes(doc) == {"adoption-retry": "upstream-has-it", "schema-once": "applied"}
+    schema = doc["patches"][1]
+    assert any("HEAD has moved since" in note for note in schema["notes"])
+    assert any("hermes-update-autostash" in note for note in schema["notes"])

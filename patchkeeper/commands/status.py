@@ -7,28 +7,11 @@ from pathlib import Path
 import click
 
 from patchkeeper import exitcodes
-from patchkeeper import outcomes as oc
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.leftovers import find_leftovers, note_leftovers
 from patchkeeper.patching import TreeReport, worktree_status
-from patchkeeper.patchset import PatchSet
 from patchkeeper.report import emit_json, patch_json, patch_lines
-from patchkeeper.stashes import list_stashes, stash_holds
 from patchkeeper.verdict import tree_exit_code
-
-
-def note_stashes(report: TreeReport, patch_set: PatchSet) -> None:
-    """Name the stash entries that hold the content of a patch that is not in place."""
-    stashes = list_stashes(report.install.path)
-    for result in report.results:
-        patch = patch_set.by_name(result.name)
-        variant = patch.select(report.version.version) if patch else None
-        if result.in_place or result.outcome == oc.DRIFTED or variant is None:
-            continue
-        for entry in stashes:
-            if stash_holds(report.install.path, entry, variant):
-                result.notes.append(
-                    f"{entry.selector} ({entry.message}) holds this patch's content"
-                )
 
 
 def render_tree(report: TreeReport, title: str) -> None:
@@ -75,7 +58,9 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     """
     workspace = open_workspace(install_path, patches_dir)
     report = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
-    note_stashes(report, workspace.patch_set)
+    leftovers = find_leftovers(workspace.install, workspace.patch_set)
+    note_leftovers(report.results, leftovers)
+    report.notes += [f"leftover {item.summary()}" for item in leftovers]
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
         code = exitcodes.worst(code, exitcodes.ATTENTION)
