@@ -110,6 +110,9 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for words in ("status", "apply", "upstream-has-it", "conflict", "applied-offset", "Explore:"):
         assert words in proc.stdout
+    update = proc.stdout[proc.stdout.index("== 5.") :]
+    assert "version  0.21.5 -> 0.22.0" in update and "your edits: restored 1 file(s)" in update
+    assert "smoke: pass" in update and "exit code: 0" in update
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -9,12 +10,16 @@ import click
 
 from patchkeeper.checking import check_refs
 from patchkeeper.commands.check import render_table
+from patchkeeper.commands.common import Workspace
 from patchkeeper.commands.status import render_tree
+from patchkeeper.commands.update import render_update
 from patchkeeper.config import load_settings
 from patchkeeper.install import open_install
+from patchkeeper.lock import install_lock
 from patchkeeper.patching import apply_patches, worktree_status
 from patchkeeper.patchset import load_patch_set
 from patchkeeper.report import use_colour
+from patchkeeper.update import UpdateOptions, run_update
 
 
 def say(text: str) -> None:
@@ -31,7 +36,7 @@ def say(text: str) -> None:
     help="Where to build the sandbox (default: a new temp dir, kept for you to explore).",
 )
 def command(directory: Path | None) -> int:
-    """Build a practice upstream and walk through status, apply and check.
+    """Build a practice upstream and walk through status, apply, check and update.
 
     Needs no network. The sandbox is kept afterwards: run any command on it with
     `--install DIR/hermes-agent --patches DIR/patches`.
@@ -68,6 +73,22 @@ def command(directory: Path | None) -> int:
     sandbox.fetch_tags()
     say("4. check against every upstream release, without touching the install")
     render_table(check_refs(install.path, patch_set, TAGS))
+
+    say("5. upstream releases v0.22.0; the timer runs `patchkeeper update`, not `hermes update`")
+    click.echo(
+        "  The operator also has an edit of their own (hermes_constants.py). patchkeeper takes\n"
+        "  its patches out, keeps the edit in a ref, runs ./hermes update, puts every patch\n"
+        "  back, merges the edit back and runs the ledger smoke check, which holds the ledger's\n"
+        "  write lock for 7 s on purpose: the fixed worker must still adopt its job."
+    )
+    constants = sandbox.install / "hermes_constants.py"
+    constants.write_text(constants.read_text() + "# operator: local note\n")
+    sandbox.publish("v0.22.0")
+    os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
+    with install_lock(install.state_dir, "update") as lock:
+        report = run_update(Workspace(settings, install, patch_set), lock, UpdateOptions())
+    render_update(report)
+    click.echo(f"exit code: {report.exit_code()}")
 
     say("What the outcomes mean")
     click.echo(
