@@ -23,8 +23,9 @@ from patchkeeper.commands.common import Workspace
 from patchkeeper.errors import BusyError
 from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, worktree_status
+from patchkeeper.processes import group_alive
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR
-from patchkeeper.update import STATE_BACKUP, UpdateOptions, UpdateReport, UpdateRun, group_alive
+from patchkeeper.update import STATE_BACKUP, UpdateOptions, UpdateReport, UpdateRun
 from patchkeeper.verdict import tree_exit_code
 
 NOTHING = "nothing"  # no unfinished update

@@ -16,20 +16,15 @@ a non-zero exit) is `error`: "could not check", which is never a pass.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from patchkeeper import exitcodes
 from patchkeeper import outcomes as oc
@@ -38,6 +33,7 @@ from patchkeeper.errors import UserError
 from patchkeeper.install import Install
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet
+from patchkeeper.processes import run_in_group
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 VERDICTS = (PASS, FAIL, ERROR)
@@ -48,7 +44,6 @@ VENV_PYTHONS = ("venv/bin/python", ".venv/bin/python")
 _NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a file name in smoke/, no path
 _OUTPUT_LIMIT = 1 << 20  # bytes of stdout kept; a verdict is a few KB
 _STDERR_TAIL = 20  # lines of stderr kept to explain a crash
-_REAP_SECONDS = 5.0  # how long to wait for output pipes after the process group is killed
 
 Progress = Callable[[str, str], None]  # (check name, text)
 Relay = Callable[[str], None]  # text, for the one check that is running
@@ -144,27 +139,6 @@ def clean_env(install: Path, python: Path, scratch: Path) -> dict[str, str]:
     }
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _read_stdout(stream: IO[bytes], sink: bytearray) -> None:
-    for chunk in iter(lambda: stream.read(65536), b""):
-        if len(sink) < _OUTPUT_LIMIT:
-            sink.extend(chunk[: _OUTPUT_LIMIT - len(sink)])
-
-
-def _read_stderr(stream: IO[bytes], tail: list[str], relay: Relay) -> None:
-    for raw in stream:
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        if line.startswith(PROGRESS_PREFIX):
-            relay(line[len(PROGRESS_PREFIX) :])
-        elif line.strip():
-            tail.append(line)
-            del tail[:-_STDERR_TAIL]
-
-
 @dataclass(frozen=True)
 class _Run:
     returncode: int | None  # None: killed at the timeout
@@ -176,41 +150,35 @@ class _Run:
 def _run_process(
     argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float, relay: Relay
 ) -> _Run:
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return _Run(127, "", (f"could not start {argv[0]}: {exc.strerror or exc}",), 0.0)
     out = bytearray()
     tail: list[str] = []
-    readers = [
-        threading.Thread(target=_read_stdout, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_read_stderr, args=(proc.stderr, tail, relay), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-    try:
-        returncode: int | None = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        returncode = None
-    _kill_group(proc.pid)  # the check's helpers die with it, whatever happened
-    proc.wait()
-    for reader in readers:
-        reader.join(_REAP_SECONDS)
-    return _Run(
-        returncode,
-        out.decode("utf-8", errors="replace"),
-        tuple(tail),
-        time.monotonic() - started,
+
+    def stdout_line(raw: bytes) -> None:
+        if len(out) < _OUTPUT_LIMIT:
+            out.extend(raw[: _OUTPUT_LIMIT - len(out)])
+
+    def stderr_line(raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if line.startswith(PROGRESS_PREFIX):
+            relay(line[len(PROGRESS_PREFIX) :])
+        elif line.strip():
+            tail.append(line)
+            del tail[:-_STDERR_TAIL]
+
+    # end_group: the check's helpers (a lock holder, a worker) die with it, whatever happened.
+    finished = run_in_group(
+        argv,
+        cwd,
+        timeout=timeout,
+        on_stdout=stdout_line,
+        on_stderr=stderr_line,
+        env=env,
+        end_group=True,
     )
+    if finished.start_error:
+        return _Run(127, "", (finished.start_error,), 0.0)
+    returncode = None if finished.timed_out else finished.exit_status
+    return _Run(returncode, out.decode("utf-8", errors="replace"), tuple(tail), finished.seconds)
 
 
 def _why_crashed(run: _Run) -> str:

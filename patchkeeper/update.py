@@ -14,15 +14,11 @@ Phases: 1 preflight, 2 preview, 3 set-aside, 4 upstream, 5 leftovers, 6 apply, 7
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import importlib
 import os
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -46,12 +42,12 @@ from patchkeeper.install import (
 )
 from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, apply_patches
+from patchkeeper.processes import run_in_group
 from patchkeeper.scratch import scratch_index
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
 
 DEFAULT_TIMEOUT = 3600.0
-KILL_GRACE_SECONDS = 3.0
 TAIL_LINES = 20
 STATE_BACKUP = "state"
 # Outcomes after which a patch's content is back in the tree (or no longer needed).
@@ -163,90 +159,30 @@ class UpdateReport:
 # ---------------------------------------------------------------- external commands
 
 
-def _pump(stream: BinaryIO, sink: BinaryIO, tail: deque[str]) -> None:
-    for line in iter(stream.readline, b""):
-        sink.write(line)
-        sink.flush()
-        tail.append(line.decode(errors="replace").rstrip("\n"))
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 def run_streamed(
     command: list[str],
     cwd: Path,
     timeout: float,
     sink: BinaryIO,
-    on_start: Callable[[int], None] = lambda pid: None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CommandResult:
-    """Run COMMAND in its own process group, its output streamed to SINK as it comes.
-
-    On timeout the whole group gets SIGTERM, then SIGKILL after a grace period, so helpers
-    the command started do not outlive it.
-    """
-    result = CommandResult(list(command))
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            command,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        result.error = f"could not start {command[0]}: {exc.strerror or exc}"
-        return result
-    on_start(proc.pid)
+    """Run COMMAND in its own process group, its output streamed to SINK as it comes."""
     tail: deque[str] = deque(maxlen=TAIL_LINES)
-    assert proc.stdout is not None
-    reader = threading.Thread(target=_pump, args=(proc.stdout, sink, tail), daemon=True)
-    reader.start()
-    # A blocking wait in a thread: Popen.wait(timeout) polls, adding up to 50 ms per command.
-    waiter = threading.Thread(target=proc.wait, daemon=True)
-    waiter.start()
-    try:
-        waiter.join(timeout)
-    except KeyboardInterrupt:  # the operator stops us: stop what we started, then stop
-        _kill_group(proc.pid, signal.SIGTERM)
-        raise
-    if waiter.is_alive():
-        result.timed_out = True
-        _kill_group(proc.pid, signal.SIGTERM)
-        waiter.join(KILL_GRACE_SECONDS)
-        if waiter.is_alive():
-            _kill_group(proc.pid, signal.SIGKILL)
-            waiter.join()
-    result.exit_status = proc.wait()
-    if result.timed_out:  # members that outlived the leader
-        _kill_group(proc.pid, signal.SIGKILL)
-    reader.join(2.0)  # a helper that escaped the group may hold the pipe: do not wait on it
-    result.seconds = time.monotonic() - started
-    result.tail = list(tail)
-    return result
 
+    def line(raw: bytes) -> None:
+        sink.write(raw)
+        sink.flush()
+        tail.append(raw.decode(errors="replace").rstrip("\n"))
 
-def group_alive(pgid: int) -> bool:
-    """Whether any process of group PGID still runs (zombies waiting to be reaped do not)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        return True
-    for stat in proc.glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if fields[2] == str(pgid) and fields[0] != "Z":  # state, ppid, pgrp
-                return True
-    return False
+    finished = run_in_group(command, cwd, timeout=timeout, on_stdout=line, on_start=on_start)
+    return CommandResult(
+        list(command),
+        exit_status=finished.exit_status,
+        timed_out=finished.timed_out,
+        error=finished.start_error,
+        seconds=finished.seconds,
+        tail=list(tail),
+    )
 
 
 # ---------------------------------------------------------------- smoke (plug-in point)

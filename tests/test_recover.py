@@ -17,7 +17,7 @@ import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.journal import PHASES, UPSTREAM_PHASE
-from patchkeeper.update import group_alive
+from patchkeeper.processes import group_alive
 from tests.helpers import GIT_ID, git
 from tests.test_update import (
     USER_README,
