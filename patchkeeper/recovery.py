@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from patchkeeper import exitcodes, git
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
-from patchkeeper.commands.common import Workspace
 from patchkeeper.errors import BusyError
 from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, worktree_status
@@ -27,6 +26,7 @@ from patchkeeper.processes import group_alive
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR
 from patchkeeper.update import STATE_BACKUP, UpdateOptions, UpdateReport, UpdateRun
 from patchkeeper.verdict import tree_exit_code
+from patchkeeper.workspace import Workspace
 
 NOTHING = "nothing"  # no unfinished update
 OLD = "old"  # the old version, with patches and edits as they were

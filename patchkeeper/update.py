@@ -15,7 +15,6 @@ Phases: 1 preflight, 2 preview, 3 set-aside, 4 upstream, 5 leftovers, 6 apply, 7
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import os
 import shutil
 import sys
@@ -31,7 +30,6 @@ from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper import outcomes as oc
 from patchkeeper.checking import RefReport, check_ref
-from patchkeeper.commands.common import Workspace
 from patchkeeper.engine import split_hunks
 from patchkeeper.errors import PatchkeeperError
 from patchkeeper.install import (
@@ -44,8 +42,10 @@ from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, apply_patches
 from patchkeeper.processes import run_in_group
 from patchkeeper.scratch import scratch_index
+from patchkeeper.smoke import run_for_patches
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
+from patchkeeper.workspace import Workspace
 
 DEFAULT_TIMEOUT = 3600.0
 TAIL_LINES = 20
@@ -185,28 +185,16 @@ def run_streamed(
     )
 
 
-# ---------------------------------------------------------------- smoke (plug-in point)
+# ---------------------------------------------------------------- smoke
 
 
 def run_smoke_checks(
     workspace: Workspace, results: list[oc.PatchResult], progress: Callable[[str, str], None]
 ) -> SmokeReport:
-    """The one place smoke checks plug in: `patchkeeper.smoke.run_for_patches` when shipped.
-
-    No smoke module, or no check named by the patches in place, is `not-configured`: never
-    a pass, though not a failure either.
-    """
-    try:
-        smoke = importlib.import_module("patchkeeper.smoke")
-    except ModuleNotFoundError as exc:
-        if exc.name != "patchkeeper.smoke":
-            raise
-        return SmokeReport("not-configured", "this build has no smoke checks")
-    runner = getattr(smoke, "run_for_patches", None)
-    if runner is None:
-        return SmokeReport("not-configured", "patchkeeper.smoke has no run_for_patches()")
+    """The smoke checks the patches in place name; none named is `not-configured`: never a
+    pass, though not a failure either."""
     ws = workspace
-    checks = runner(ws.install, ws.settings, ws.patch_set, results, progress).results
+    checks = run_for_patches(ws.install, ws.settings, ws.patch_set, results, progress).results
     if not checks:
         return SmokeReport("not-configured", "no smoke check named by the patches in place")
     verdicts = [check.verdict for check in checks]

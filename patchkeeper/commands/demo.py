@@ -10,7 +10,6 @@ import click
 
 from patchkeeper.checking import check_refs
 from patchkeeper.commands.check import render_table
-from patchkeeper.commands.common import Workspace
 from patchkeeper.commands.status import render_tree
 from patchkeeper.commands.update import render_update
 from patchkeeper.config import load_settings
@@ -20,6 +19,7 @@ from patchkeeper.patching import apply_patches, worktree_status
 from patchkeeper.patchset import load_patch_set
 from patchkeeper.report import use_colour
 from patchkeeper.update import UpdateOptions, run_update
+from patchkeeper.workspace import Workspace
 
 
 def say(text: str) -> None:
