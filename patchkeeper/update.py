@@ -540,8 +540,10 @@ class UpdateRun:
         if self.journal.before_ref:
             git.run(["update-ref", "-d", self.journal.before_ref], self.install.path, check=False)
         shutil.rmtree(self.journal.run_dir(self.state_dir) / STATE_BACKUP, ignore_errors=True)
-        jr.finish(self.state_dir, self.journal)
         self.report.finished = True
+        self.journal.extra["exit_code"] = self.report.exit_code()  # for doctor, later
+        jr.save(self.state_dir, self.journal)
+        jr.finish(self.state_dir, self.journal)
 
     def complete(self) -> UpdateReport:
         """Phases 5-10: find leftovers, apply, restore, smoke, post, report."""

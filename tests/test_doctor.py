@@ -197,3 +197,15 @@ def test_no_install_and_no_interpreter_are_findings_not_tracebacks(
     assert "interpreter" in failing(report)
     note = findings["interpreter"].details[0]
     assert note.startswith("[install] python venv/bin/python not found")
+
+
+def test_an_update_that_ended_with_a_conflict_is_not_ok(sandbox: Sandbox) -> None:
+    patched(sandbox)
+    shutil.rmtree(sandbox.patches / "smoke")  # not under test here, and slow on purpose
+    sandbox.publish("v0.22.2")
+    update = run_cli("update", "--install", sandbox.install, "--patches", sandbox.patches)
+    assert update.returncode == 3, update.stdout + update.stderr
+    report, findings = diagnosed(sandbox)
+    assert not findings["last update"].ok
+    assert findings["last update"].summary.endswith("finished with exit 3")
+    assert report.exit_code == 5
