@@ -193,10 +193,13 @@ def _journal_finding(install: Install) -> Finding | None:
     except (OSError, ValueError) as exc:
         return Finding("last update", False, f"{runs[-1]}: unreadable ({exc})")
     run = f"patchkeeper update {data.get('id')} at {data.get('started_at')}"
-    if not data.get("upstream_ok"):
+    code = data.get("extra", {}).get("exit_code", 0)
+    if data.get("upstream_ok") is None:  # e.g. a --preview that found a conflict
+        return Finding("last update", False, f"{run}: stopped before the upstream command ran "
+                       f"(exit {code})")  # fmt: skip
+    if not data["upstream_ok"]:
         failed = f"finished, but the upstream command failed (exit {data.get('upstream_exit')})"
         return Finding("last update", False, f"{run}: {failed}")
-    code = data.get("extra", {}).get("exit_code", 0)
     if code != 0:
         return Finding("last update", False, f"{run}: finished with exit {code}")
     return Finding("last update", True, f"{run}: finished")

@@ -209,3 +209,16 @@ def test_an_update_that_ended_with_a_conflict_is_not_ok(sandbox: Sandbox) -> Non
     assert not findings["last update"].ok
     assert findings["last update"].summary.endswith("finished with exit 3")
     assert report.exit_code == 5
+
+
+def test_an_update_stopped_by_its_preview_is_reported_as_such(sandbox: Sandbox) -> None:
+    patched(sandbox)
+    sandbox.publish("v0.22.2")
+    sandbox.fetch_tags()
+    args = ("--install", sandbox.install, "--patches", sandbox.patches)
+    assert run_cli("update", "--preview", "v0.22.2", *args).returncode == 3
+    _, findings = diagnosed(sandbox)
+    assert not findings["last update"].ok
+    assert findings["last update"].summary.endswith(
+        "stopped before the upstream command ran (exit 3)"
+    )
