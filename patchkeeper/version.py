@@ -79,8 +79,9 @@ def adopt_remote_tags(repo: Path, remote: str = "origin", timeout: float = 60.0)
 
     `hermes update` fetches the branch only, so a shallow install never learns the new
     release's tag and `git describe` keeps naming the old version, which would pick the wrong
-    variants. Listing the remote's tags transfers no objects, and only commits already here
-    are tagged: no history is fetched. Returns the tags created.
+    variants. Listing the remote's tags transfers no objects; then only the tags whose
+    commit is already here are fetched, as they are upstream (annotated ones included, so a
+    later `git fetch --tags` agrees with them): no history comes along. Returns those tags.
     """
     listing = git.run(["ls-remote", "--tags", remote, "refs/tags/v*"], repo, timeout=timeout)
     commits: dict[str, str] = {}
@@ -102,8 +103,8 @@ def adopt_remote_tags(repo: Path, remote: str = "origin", timeout: float = 60.0)
         for name, answer in zip(wanted, answers.splitlines(), strict=True)
         if not answer.endswith(" missing")
     ]
-    updates = "".join(f"create refs/tags/{name} {wanted[name]}\n" for name in present)
-    if updates:
-        git.run(["update-ref", "--stdin"], repo, stdin=updates.encode())
+    if present:
+        refspecs = [f"refs/tags/{name}:refs/tags/{name}" for name in present]
+        git.run(["fetch", "--quiet", "--no-tags", remote, *refspecs], repo, timeout=timeout)
     return present
 

@@ -165,7 +165,11 @@ def test_remote_tags_are_adopted_only_for_commits_already_here(tmp_path: Path) -
     git(clone, "merge", "-q", "--ff-only", "origin/main")
     assert git(clone, "tag", "--list") == "v1.0.0"
 
+    shallow_before = (clone / ".git/shallow").read_text()
     assert adopt_remote_tags(clone) == ["v2.0.0"]
     assert git(clone, "describe", "--tags") == "v2.0.0"
     assert git(clone, "tag", "--list").split() == ["v1.0.0", "v2.0.0"]
+    assert git(clone, "cat-file", "-t", "v2.0.0") == "tag"  # the annotated tag, as upstream
+    assert (clone / ".git/shallow").read_text() == shallow_before  # no history came along
     assert adopt_remote_tags(clone) == []
+    git(clone, "fetch", "-q", "--tags", "origin")  # the operator's own fetch still agrees
