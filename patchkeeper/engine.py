@@ -257,9 +257,11 @@ def _classify_patch(
             if variant is not None
             else "no longer applies to this version: removing what patchkeeper wrote"
         )
-    if variant is None:
-        shown = str(version) if version else "unknown"
-        result.detail = f"no variant's Applies-To contains version {shown}"
+    if variant is None and version is None:
+        result.undecided = True  # never green: a fix may be missing and nobody can tell
+        result.detail = "the version is unknown and every variant has an Applies-To range"
+    elif variant is None:
+        result.detail = f"no variant's Applies-To contains version {version}"
     elif spec_contains(variant.upstream_fixed_in, version):
         result.outcome = oc.UPSTREAM_HAS_IT
         result.detail = f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {version}"

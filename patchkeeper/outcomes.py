@@ -60,6 +60,7 @@ class PatchResult:
     merged_files: list[str] = field(default_factory=list)
     conflicts: list[HunkConflict] = field(default_factory=list)
     recorded: bool = False  # patchkeeper's state says it wrote this patch
+    undecided: bool = False  # not-applicable only because the target's version is unknown
     # Scratch trees before and after this patch changed the target (None: it changed nothing).
     trees: tuple[str, str] | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list)

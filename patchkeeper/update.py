@@ -149,6 +149,8 @@ class UpdateReport:
 
     def exit_code(self) -> int:
         codes = [exitcodes.ATTENTION] if self.attention else []
+        if any(r.undecided for r in self.patch_results):
+            codes.append(exitcodes.ATTENTION)
         if any(r.outcome in oc.FAILED for r in self.patch_results):
             codes.append(exitcodes.PATCH_FAILED)
         if self.smoke.status in ("fail", "error"):
@@ -393,7 +395,7 @@ class UpdateRun:
         self.journal.upstream_ok = result.ok
         jr.save(self.state_dir, self.journal)
         if result.timed_out:
-            self._remove_stale_index_lock()
+            self._remove_stale_index_lock(time.time() - result.seconds)
         if not result.ok:
             self.report.attention.append(
                 f"the upstream command failed ({result.describe()}): the install stays at "
@@ -401,12 +403,24 @@ class UpdateRun:
             )
         return result.describe()
 
-    def _remove_stale_index_lock(self) -> None:
-        """A git killed with the updater's process group leaves index.lock behind."""
+    def _remove_stale_index_lock(self, since: float) -> None:
+        """A git killed with the updater's process group leaves index.lock behind.
+
+        Only a lock made while the killed updater ran is its own; an older one belongs to
+        someone else, and is left for the operator.
+        """
         lock = self.install.git_dir / "index.lock"
-        if lock.exists():
-            lock.unlink()
+        try:
+            made = lock.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if made >= since - 1:
+            lock.unlink(missing_ok=True)
             self.report.notes.append(f"removed {lock} left by the killed upstream command")
+        else:
+            self.report.attention.append(
+                f"{lock} predates the update and was left alone; remove it once no git runs"
+            )
 
     # -- phases 5-10 (also how `recover` finishes a run)
 
