@@ -47,6 +47,7 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "variant": result.variant,
         "in_place": result.in_place,
         "recorded": result.recorded,
+        "undecided": result.undecided,
         "detail": result.detail,
         "offsets": [asdict(o) for o in result.offsets],
         "merged_files": result.merged_files,

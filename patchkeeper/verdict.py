@@ -10,13 +10,16 @@ from patchkeeper.outcomes import PatchResult
 
 
 def tree_exit_code(results: Iterable[PatchResult], *, pending_needs_attention: bool) -> int:
-    """3 when a patch cannot apply; 5 when one drifted, or (status) is not applied yet; else 0."""
+    """3 when a patch cannot apply; 5 when one drifted, could not be judged (unknown version)
+    or (status) is not applied yet; else 0."""
     codes = []
     for result in results:
         if result.outcome in oc.FAILED:
             codes.append(exitcodes.PATCH_FAILED)
-        elif result.outcome == oc.DRIFTED or (
-            pending_needs_attention and result.outcome in oc.WRITES
+        elif (
+            result.outcome == oc.DRIFTED
+            or result.undecided
+            or (pending_needs_attention and result.outcome in oc.WRITES)
         ):
             codes.append(exitcodes.ATTENTION)
     return exitcodes.worst(*codes)

@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from patchkeeper.patchset import inspect_patch_set, load_patch_set, parse_patch_file
 from patchkeeper.version import describe_to_version, tag_to_version
-from tests.helpers import diff_of, git, make_repo, patch_text, run_json, write_patch_set
+from tests.helpers import diff_of, git, make_repo, patch_text, run_cli, run_json, write_patch_set
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
 
@@ -120,12 +120,15 @@ def test_unknown_version_only_unversioned_patches_apply(tmp_path: Path) -> None:
         tmp_path / "ps",
         {"ranged.patch": patch_text(ranged, applies_to=">=1.0"), "plain.patch": patch_text(plain)},
     )
-    _, doc = run_json("status", "--install", repo, "--patches", root)
+    assert run_cli("apply", "--install", repo, "--patches", root).returncode == 5
+    code, doc = run_json("status", "--install", repo, "--patches", root)
+    assert code == 5  # never green: the ranged fix may be missing and nobody can tell
     assert doc["install"]["version"] is None
     assert {p["name"]: p["outcome"] for p in doc["patches"]} == {
         "ranged": "not-applicable",
-        "plain": "applied",
+        "plain": "already-applied",
     }
+    assert doc["patches"][0]["undecided"] is True
     assert "unknown" in doc["patches"][0]["detail"]
 
 
