@@ -117,7 +117,8 @@ def refresh_patch(install: Install, patch_set: PatchSet, version: VersionInfo, n
     diff = _diff_for(install, patch_set, name, list(variant.files))
     if not diff:
         raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
-    original = variant.path.read_text(encoding="utf-8")
+    original_bytes = variant.path.read_bytes()
+    original = original_bytes.decode("utf-8")  # no newline translation: bytes stay as written
     start = original.find("\ndiff --git ")
     header = original[: start + 1] if start >= 0 else ""
     header = re.sub(r"\n---\n(?:.*\n)*$", "\n", header) if "\n---\n" in header else header
@@ -125,7 +126,7 @@ def refresh_patch(install: Install, patch_set: PatchSet, version: VersionInfo, n
     variant.path.write_bytes(text)
     parsed, problems = parse_patch_file(variant.path)
     if problems or parsed is None:
-        variant.path.write_text(original, encoding="utf-8")
+        variant.path.write_bytes(original_bytes)
         raise UserError(f"{problems[0] if problems else variant.path}: refresh undone")
     relative = str(variant.path.relative_to(patch_set.root))
     _record_applied(install, name, relative, text, diff)

@@ -212,13 +212,12 @@ def _split_header(path: Path, lines: list[str]) -> tuple[dict[str, str], int, li
     return fields, index, problems
 
 
-def _diff_body(lines: list[str], start: int) -> list[str]:
-    body = lines[start:]
-    # git format-patch ends with a signature: "-- " then the git version.
-    for index in range(len(body) - 1, -1, -1):
-        if body[index] == "-- ":
-            return body[:index]
-    return body
+_SIGNATURE_RE = re.compile(rb"(?<=\n)-- \r?\n[^\n]*\r?\n(?:\r?\n)*\Z")
+
+
+def _without_signature(diff: bytes) -> bytes:
+    """git format-patch ends with a signature, "-- " and the git version: not part of the diff."""
+    return _SIGNATURE_RE.sub(b"", diff)
 
 
 def _diff_paths(path: Path, body: list[str], first_line: int) -> tuple[list[str], list[Problem]]:
@@ -285,14 +284,18 @@ def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
     text, problem = _decode(path, data)
     if problem:
         return None, [problem]
-    lines = text.splitlines()
+    # Split on "\n" only: a diff's bytes (CRLF lines, form feeds) must survive as written.
+    raw_lines = text.split("\n")
+    lines = [line.removesuffix("\r") for line in raw_lines]
     fields, diff_start, problems = _split_header(path, lines)
     if not (fields.get("description") or fields.get("subject")):
         problems.append(Problem(path, 1, "header needs a Description (or Subject)"))
     if diff_start >= len(lines):
         problems.append(Problem(path, len(lines) or 1, "no 'diff --git' section found"))
         return None, problems
-    body = _diff_body(lines, diff_start)
+    offset = len("\n".join(raw_lines[:diff_start]).encode()) + (1 if diff_start else 0)
+    diff = _without_signature(data[offset:])
+    body = [line.removesuffix("\r") for line in diff.decode().split("\n")]
     files, path_problems = _diff_paths(path, body, diff_start + 1)
     problems += path_problems
     applies_to, p1 = _specifier(path, fields, "applies-to", lines)
@@ -300,7 +303,6 @@ def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
     problems += [p for p in (p1, p2) if p]
     if problems:
         return None, problems
-    diff = ("\n".join(body) + "\n").encode("utf-8")
     smoke = tuple(s.strip() for s in fields.get("smoke", "").split(",") if s.strip())
     return PatchFile(
         path=path,

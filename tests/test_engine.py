@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,29 @@ def test_status_notes_a_recorded_patch_that_left_the_series(repo: Path, tmp_path
     )
     assert run_cli("unapply", "other", "--install", repo, "--patches", patches).returncode == 0
     assert (repo / "other.py").read_text() == LINES
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("crlf.txt", b"".join(b"row %d\r\n" % n for n in range(1, 12))),
+        ("feed.c", b"int a;\n\x0c\nint b;\nint c;\nint d;\n\x0c\nint e;\n"),
+    ],
+)
+def test_patch_bytes_survive_as_written(name: str, content: bytes, tmp_path: Path) -> None:
+    """CRLF lines and form feeds are bytes of the diff, not line breaks to normalise."""
+    repo = make_repo(tmp_path / "up", {"README": "x\n"}, tag="v1.0.0")
+    (repo / name).write_bytes(content)
+    git(repo, "add", name)
+    git(repo, "commit", "-qm", "add")
+    changed = content.replace(b"int c;", b"int c = 1;").replace(b"row 6\r", b"row six\r")
+    (repo / name).write_bytes(changed)
+    diff = subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=True).stdout
+    git(repo, "checkout", "--", name)
+    patches = tmp_path / "ps"
+    patches.mkdir()
+    (patches / "fix.patch").write_bytes(b"Description: bytes\n---\n" + diff)
+    (patches / "series").write_text("fix.patch\n")
+    code, doc = run_json("apply", "--install", repo, "--patches", patches)
+    assert (code, outcomes(doc)) == (0, {"fix": "applied"})
+    assert (repo / name).read_bytes() == changed
