@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from patchkeeper.demo.sandbox import TAGS, Sandbox
@@ -137,3 +139,32 @@ def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> No
     schema = doc["patches"][1]
     assert any("HEAD has moved since" in note for note in schema["notes"])
     assert any("hermes-update-autostash" in note for note in schema["notes"])
+
+
+def test_writing_commands_refuse_while_an_update_is_unfinished(sandbox: Sandbox) -> None:
+    assert pk(sandbox, "apply")[0] == 0
+    sandbox.publish("v0.22.0")
+    shutil.rmtree(sandbox.patches / "smoke")
+    killed = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "update", "--install", str(sandbox.install),
+         "--patches", str(sandbox.patches)],
+        env={**sandbox.hermes_env(), "PATCHKEEPER_STOP_AT_PHASE": "5"},
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -9
+
+    def snapshot() -> dict[str, bytes]:  # the killed run's lock is taken over: not a change
+        return {
+            k: v for k, v in tree_snapshot(sandbox.install).items() if k != ".git/patchkeeper/lock"
+        }
+
+    before = snapshot()
+    for command in (("apply",), ("unapply",), ("refresh", "schema-once")):
+        proc = run_cli(*command, "--install", sandbox.install, "--patches", sandbox.patches)
+        assert proc.returncode == 5, (command, proc.stderr)
+        assert "run `patchkeeper recover` first" in proc.stderr
+    assert tree_snapshot(sandbox.install) == before
+    assert (
+        run_cli("recover", "--install", sandbox.install, "--patches", sandbox.patches).returncode
+        == 0
+    )

@@ -9,11 +9,10 @@ import click
 from patchkeeper import outcomes as oc
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.commands.status import render_tree, tree_json
-from patchkeeper.install import refuse_if_busy_with_git
-from patchkeeper.lock import install_lock
 from patchkeeper.patching import apply_patches
 from patchkeeper.report import emit_json
 from patchkeeper.verdict import tree_exit_code
+from patchkeeper.workspace import locked_for_writing
 
 
 def wait_option(f):
@@ -42,8 +41,7 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
       patchkeeper apply --install ~/.hermes/hermes-agent
     """
     workspace = open_workspace(install_path, patches_dir)
-    with install_lock(workspace.install.state_dir, "apply", wait) as lock:
-        refuse_if_busy_with_git(workspace.install)
+    with locked_for_writing(workspace, "apply", wait) as lock:
         report = apply_patches(workspace.install, workspace.settings, workspace.patch_set)
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")

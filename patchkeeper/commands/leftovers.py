@@ -13,9 +13,8 @@ from patchkeeper import leftovers as lo
 from patchkeeper.commands.apply import wait_option
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.errors import UserError
-from patchkeeper.install import refuse_if_busy_with_git
-from patchkeeper.lock import install_lock
 from patchkeeper.report import emit_json
+from patchkeeper.workspace import locked_for_writing
 
 ACTIONS = ("list", "show", "restore", "drop")
 
@@ -73,7 +72,6 @@ def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
     is kept until the person who resolves them drops it.
     """
     install = workspace.install
-    refuse_if_busy_with_git(install)
     item = lo.find_by_id(install, workspace.patch_set, leftover_id)
     preview = lo.preview_restore(install, item)
     written: list[str] = []
@@ -174,7 +172,7 @@ def command(
         )
     if action == "show":
         return show(workspace, leftover_id)
-    with install_lock(workspace.install.state_dir, f"leftovers {action}", wait):
+    with locked_for_writing(workspace, f"leftovers {action}", wait):
         if action == "restore":
             return restore(workspace, leftover_id, markers, as_json)
         return drop(workspace, leftover_id, as_json)

@@ -10,7 +10,7 @@ from patchkeeper.authoring import record_patch
 from patchkeeper.commands.apply import wait_option
 from patchkeeper.commands.common import install_option, open_workspace, patches_option
 from patchkeeper.install import install_version
-from patchkeeper.lock import install_lock
+from patchkeeper.workspace import locked_for_writing
 
 
 @click.command("record")
@@ -40,7 +40,7 @@ def command(
           -m "Checkpoint the ledger WAL less often"
     """
     workspace = open_workspace(install_path, patches_dir)
-    with install_lock(workspace.install.state_dir, "record", wait):
+    with locked_for_writing(workspace, "record", wait):
         version = install_version(workspace.install, workspace.settings)
         written = record_patch(
             workspace.install, workspace.patch_set, version, name, paths, message

@@ -10,7 +10,7 @@ from patchkeeper.authoring import refresh_patch
 from patchkeeper.commands.apply import wait_option
 from patchkeeper.commands.common import install_option, open_workspace, patches_option
 from patchkeeper.install import install_version
-from patchkeeper.lock import install_lock
+from patchkeeper.workspace import locked_for_writing
 
 
 @click.command("refresh")
@@ -29,7 +29,7 @@ def command(name: str, install_path: Path | None, patches_dir: Path | None, wait
       patchkeeper refresh schema-once
     """
     workspace = open_workspace(install_path, patches_dir)
-    with install_lock(workspace.install.state_dir, "refresh", wait):
+    with locked_for_writing(workspace, "refresh", wait):
         version = install_version(workspace.install, workspace.settings)
         written = refresh_patch(workspace.install, workspace.patch_set, version, name)
     click.echo(f"refreshed {written}")

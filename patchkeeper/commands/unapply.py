@@ -11,10 +11,9 @@ from patchkeeper import outcomes as oc
 from patchkeeper.commands.apply import wait_option
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.commands.status import render_tree, tree_json
-from patchkeeper.install import refuse_if_busy_with_git
-from patchkeeper.lock import install_lock
 from patchkeeper.patching import unapply_patches
 from patchkeeper.report import emit_json
+from patchkeeper.workspace import locked_for_writing
 
 
 @click.command("unapply")
@@ -40,8 +39,7 @@ def command(
       patchkeeper unapply schema-once
     """
     workspace = open_workspace(install_path, patches_dir)
-    with install_lock(workspace.install.state_dir, "unapply", wait):
-        refuse_if_busy_with_git(workspace.install)
+    with locked_for_writing(workspace, "unapply", wait):
         report = unapply_patches(workspace.install, workspace.settings, workspace.patch_set, names)
     drifted = any(r.outcome == oc.DRIFTED for r in report.results)
     code = exitcodes.ATTENTION if drifted else exitcodes.OK
