@@ -163,7 +163,7 @@ def test_writing_commands_refuse_while_an_update_is_unfinished(sandbox: Sandbox)
         proc = run_cli(*command, "--install", sandbox.install, "--patches", sandbox.patches)
         assert proc.returncode == 5, (command, proc.stderr)
         assert "run `patchkeeper recover` first" in proc.stderr
-    assert tree_snapshot(sandbox.install) == before
+    assert snapshot() == before
     assert (
         run_cli("recover", "--install", sandbox.install, "--patches", sandbox.patches).returncode
         == 0
