@@ -168,3 +168,15 @@ def test_writing_commands_refuse_while_an_update_is_unfinished(sandbox: Sandbox)
     assert "the new version" in recovered.stdout
     assert recovered.returncode == 4  # the smoke check the patches name was removed above:
     # "could not check" is never a pass
+
+
+def test_a_mistyped_update_option_is_refused_not_passed_on(sandbox: Sandbox) -> None:
+    assert pk(sandbox, "apply")[0] == 0
+    sandbox.publish("v0.22.0")
+    before = tree_snapshot(sandbox.install)
+    proc = run_cli(
+        "update", "--previw", "v0.22.0", "--install", sandbox.install,
+        "--patches", sandbox.patches,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "No such option '--previw'" in proc.stderr
+    assert tree_snapshot(sandbox.install) == before

@@ -119,7 +119,7 @@ def render_update(report: UpdateReport) -> None:
         echo("the update is not finished: run `patchkeeper recover` when the above is resolved")
 
 
-@click.command("update", context_settings={"ignore_unknown_options": True})
+@click.command("update")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
     "--timeout",
