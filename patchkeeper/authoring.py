@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -73,6 +74,8 @@ def record_patch(
     target = patch_set.root / f"{name}.patch"
     if patch_set.by_name(name) or target.exists():
         raise UserError(f"{target}: a patch named {name!r} exists already (use refresh)")
+    if not description.strip() or any(c in description for c in "\r\n"):
+        raise UserError(f"{description!r}: the message (-m) must be one non-empty line")
     for path in paths:
         if reason := unsafe_path(path):
             raise UserError(f"{path!r}: {reason}")
@@ -89,13 +92,24 @@ def record_patch(
     if applies := minor_series(version):
         header.append(f"Applies-To: {applies}")
     text = ("\n".join(header) + "\n---\n").encode() + diff
-    target.write_bytes(text)
+    _write_checked(target, text)
     series = patch_set.root / "series"
     existing = series.read_bytes()
     separator = b"" if existing.endswith(b"\n") or not existing else b"\n"
     series.write_bytes(existing + separator + f"{name}.patch\n".encode())
     _record_applied(install, name, target.name, text, diff)
     return target
+
+
+def _write_checked(target: Path, text: bytes) -> None:
+    """Write a patch file only once it parses: a bad one would stop every later command."""
+    draft = target.with_name(f".{target.name}.draft")
+    draft.write_bytes(text)
+    parsed, problems = parse_patch_file(draft)
+    if problems or parsed is None:
+        draft.unlink()
+        raise UserError(f"{target}: not written: {problems[0].message if problems else 'empty'}")
+    os.replace(draft, target)
 
 
 def _updated_header(text: str, head: str) -> str:
@@ -117,17 +131,12 @@ def refresh_patch(install: Install, patch_set: PatchSet, version: VersionInfo, n
     diff = _diff_for(install, patch_set, name, list(variant.files))
     if not diff:
         raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
-    original_bytes = variant.path.read_bytes()
-    original = original_bytes.decode("utf-8")  # no newline translation: bytes stay as written
+    original = variant.path.read_bytes().decode("utf-8")  # no newline translation
     start = original.find("\ndiff --git ")
     header = original[: start + 1] if start >= 0 else ""
     header = re.sub(r"\n---\n(?:.*\n)*$", "\n", header) if "\n---\n" in header else header
     text = (_updated_header(header, install.head() or "") + "---\n").encode() + diff
-    variant.path.write_bytes(text)
-    parsed, problems = parse_patch_file(variant.path)
-    if problems or parsed is None:
-        variant.path.write_bytes(original_bytes)
-        raise UserError(f"{problems[0] if problems else variant.path}: refresh undone")
+    _write_checked(variant.path, text)
     relative = str(variant.path.relative_to(patch_set.root))
     _record_applied(install, name, relative, text, diff)
     return variant.path

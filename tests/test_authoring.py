@@ -79,3 +79,16 @@ def test_refresh_after_a_manual_conflict_fix(tmp_path: Path) -> None:
     assert (code, outcomes(doc)) == (0, {"fix": "already-applied"})
     assert run_cli("unapply", "--install", repo, "--patches", patches).returncode == 0
     assert (repo / "app.py").read_text() == moved
+
+
+def test_record_refuses_a_message_that_would_forge_headers(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    patches = write_patch_set(tmp_path / "ps", {})
+    (repo / "app.py").write_text(LINES + "more\n")
+    proc = run_cli(
+        "record", "fix", "--path", "app.py", "-m", "one\nInjected: x",
+        "--install", repo, "--patches", patches,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "must be one non-empty line" in proc.stderr
+    assert sorted(p.name for p in patches.iterdir()) == ["series"]
+    assert run_cli("lint", "--patches", patches).returncode == 0
