@@ -7,11 +7,11 @@ the exact diff written (a file beside the index), which is what `unapply` revers
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from patchkeeper.errors import UserError
+from patchkeeper.files import atomic_write
 
 APPLIED_FILE = "applied.json"
 WRITTEN_DIR = "written"
@@ -30,13 +30,6 @@ class AppliedRecord:
     @property
     def diff_file(self) -> str:
         return f"{WRITTEN_DIR}/{self.name}.diff"
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def load_applied(state_dir: Path) -> dict[str, AppliedRecord]:
@@ -63,9 +56,9 @@ def save_applied(
 ) -> None:
     """Write new diffs first, then the index atomically, then remove diffs no record uses."""
     for name, diff in new_diffs.items():
-        _write_atomic(state_dir / records[name].diff_file, diff)
+        atomic_write(state_dir / records[name].diff_file, diff)
     document = {"schema": SCHEMA, "patches": {n: asdict(r) for n, r in sorted(records.items())}}
-    _write_atomic(state_dir / APPLIED_FILE, json.dumps(document, indent=2).encode() + b"\n")
+    atomic_write(state_dir / APPLIED_FILE, json.dumps(document, indent=2).encode() + b"\n")
     keep = {state_dir / r.diff_file for r in records.values()}
     for stale in (state_dir / WRITTEN_DIR).glob("*.diff"):
         if stale not in keep:
