@@ -10,7 +10,6 @@ is not ok: "could not check" never reads as healthy.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +20,16 @@ from patchkeeper import journal as jr
 from patchkeeper.config import DEFAULT_INSTALL, Settings, load_settings
 from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.install import Install, install_version, open_install, operation_in_progress
-from patchkeeper.leftovers import find_leftovers, receipt_dirs
+from patchkeeper.leftovers import find_leftovers
 from patchkeeper.patching import worktree_status
 from patchkeeper.patchset import PatchSet, inspect_patch_set
+from patchkeeper.processes import run_in_group
+from patchkeeper.receipts import STASH_STEP, install_receipts
 from patchkeeper.verdict import tree_exit_code
 
 PROBE_ARGS = ("--probe",)
+INTERPRETER_TIMEOUT = 30.0  # `python -c` printing its version
 PROBE_TIMEOUT = 60.0  # a probe only reads; it gets at most this (or [smoke] timeout if lower)
-STASH_STEP = "local_changes_stash"
 
 
 @dataclass
@@ -72,19 +73,26 @@ def install_finding(install: Install, settings: Settings) -> Finding:
 
 def interpreter_finding(install: Install, settings: Settings) -> Finding:
     python = smoke.find_python(install, settings)
-    try:
-        proc = subprocess.run(
-            [str(python.path), "-c", "import sys; print(sys.version.split()[0])"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
+    output: list[bytes] = []
+    done = run_in_group(
+        [str(python.path), "-c", "import sys; print(sys.version.split()[0])"],
+        install.path,
+        timeout=INTERPRETER_TIMEOUT,
+        on_stdout=output.append,
+        on_stderr=lambda _line: None,
+        end_group=True,  # nothing it starts outlives the probe
+    )
+    if done.exit_status is None:
+        return Finding("interpreter", False, f"{python.path} does not run: {done.start_error}")
+    if done.timed_out:
+        reason = f"no answer within {INTERPRETER_TIMEOUT:g} s (stopped)"
+        return Finding("interpreter", False, f"{python.path} does not run: {reason}")
+    if done.exit_status != 0:
+        return Finding(
+            "interpreter", False, f"{python.path} does not run (exit {done.exit_status})"
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Finding("interpreter", False, f"{python.path} does not run: {exc}")
-    if proc.returncode != 0:
-        return Finding("interpreter", False, f"{python.path} does not run (exit {proc.returncode})")
-    summary = f"{python.path} (Python {proc.stdout.strip()})"
+    version = b"".join(output).decode(errors="replace").strip()
+    summary = f"{python.path} (Python {version})"
     return Finding("interpreter", not python.note, summary, [python.note] if python.note else [])
 
 
@@ -205,38 +213,30 @@ def _journal_finding(install: Install) -> Finding | None:
     return Finding("last update", True, f"{run}: finished")
 
 
-def _latest_receipt(install: Install) -> tuple[Path, dict[str, Any]] | None:
-    receipts = []
-    for folder in receipt_dirs(install):
-        for path in folder.glob("update_*.json") if folder.is_dir() else ():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8-sig"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(data, dict):
-                receipts.append((str(data.get("started_at") or ""), path.name, path, data))
-    if not receipts:
-        return None
-    *_, path, data = max(receipts, key=lambda item: (item[0], item[1]))
-    return path, data
-
-
 def receipt_finding(install: Install) -> Finding:
-    """From the newest Hermes update receipt: its outcome and what happened to local changes."""
-    latest = _latest_receipt(install)
+    """From the newest Hermes update receipt: its outcome and what happened to local changes.
+
+    A receipt that could not be read is named in the details; when it may be the newest one,
+    the last update could not be checked, and that is not ok.
+    """
+    receipts = install_receipts(install.path)
+    latest = receipts.newest
+    unreadable = receipts.skipped_after(latest)
+    notes = [skipped.note for skipped in receipts.skipped]
+    if unreadable:
+        newest = unreadable[-1]
+        summary = f"could not check: receipt {newest.path.name} is unreadable ({newest.reason})"
+        return Finding("last update", False, summary, notes)
     if latest is None:
         return Finding("last update", True, "no update recorded (no patchkeeper run, no receipt)")
-    path, data = latest
-    steps = [s for s in data.get("steps", []) if isinstance(s, dict)]
-    stash = next((s for s in reversed(steps) if s.get("name") == STASH_STEP), None)
-    outcome = data.get("outcome")
-    ok = outcome == "success" and (stash is None or stash.get("ok") is True)
-    summary = f"hermes update at {data.get('started_at', '?')}: outcome {outcome}"
-    details = [f"receipt {path}"]
+    stash = latest.stash_step
+    ok = latest.outcome == "success" and (stash is None or stash.get("ok") is True)
+    summary = f"hermes update at {latest.started_at or '?'}: outcome {latest.outcome}"
+    details = [f"receipt {latest.path}"]
     if stash is not None:
-        summary += f", local changes {str(stash.get('detail', '')).split(':')[0] or '?'}"
-        details.append(f"{STASH_STEP}: {stash.get('detail', '')}")
-    return Finding("last update", ok, summary, details)
+        summary += f", local changes {latest.stash_outcome}"
+        details.append(f"{STASH_STEP}: {latest.stash_detail}")
+    return Finding("last update", ok, summary, details + notes)
 
 
 def last_update_finding(install: Install) -> Finding:

@@ -19,7 +19,6 @@ content was made on, so one classifier and one restorer serve them all:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -33,6 +32,7 @@ from patchkeeper.errors import UserError
 from patchkeeper.install import Install, operation_in_progress
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet
+from patchkeeper.receipts import install_receipts
 from patchkeeper.scratch import scratch_index
 
 HERMES_AUTOSTASH = "hermes-update-autostash-"
@@ -348,42 +348,25 @@ def classify_content(repo: Path, leftover: Leftover, patch_set: PatchSet) -> Non
         leftover.classification = MIXED
 
 
-def receipt_dirs(install: Install) -> list[Path]:
-    """Where Hermes writes update receipts: HERMES_HOME, else the folder holding the install."""
-    homes = [Path(os.environ["HERMES_HOME"])] if os.environ.get("HERMES_HOME") else []
-    homes += [install.path.parent, Path("~/.hermes").expanduser()]
-    unique = dict.fromkeys(home.resolve() / "logs" / "update_receipts" for home in homes)
-    return list(unique)
-
-
-def _strings(value: object) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def _note_parked_receipts(install: Install, leftovers: list[Leftover]) -> None:
-    """A receipt that says `parked` and names a stash that is still there: say so on it."""
-    for folder in receipt_dirs(install):
-        for receipt in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-            try:
-                words = list(_strings(json.loads(receipt.read_text(encoding="utf-8"))))
-            except (OSError, ValueError):
-                continue
-            if not any("parked" in word for word in words):
-                continue
-            for leftover in leftovers:
-                if leftover.kind == STASH and any(
-                    leftover.rev and leftover.rev in word for word in words
-                ):
-                    note = f"hermes update receipt {receipt.name} says parked"
-                    if note not in leftover.notes:
-                        leftover.notes.append(note)
+    """A receipt that says `parked` and names a stash that is still there: say so on it.
+
+    A receipt that could not be read is named on every stash leftover: it may be the one that
+    parked it.
+    """
+    stashes = [item for item in leftovers if item.kind == STASH and item.rev]
+    if not stashes:
+        return
+    receipts = install_receipts(install.path)
+    for leftover in stashes:
+        assert leftover.rev
+        notes = [
+            f"hermes update receipt {receipt.path.name} says parked"
+            for receipt in receipts.parked()
+            if receipt.names_commit(leftover.rev)
+        ]
+        notes += [skipped.note for skipped in receipts.skipped]
+        leftover.notes.extend(note for note in notes if note not in leftover.notes)
 
 
 def find_leftovers(

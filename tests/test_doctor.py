@@ -222,3 +222,32 @@ def test_an_update_stopped_by_its_preview_is_reported_as_such(sandbox: Sandbox) 
     assert findings["last update"].summary.endswith(
         "stopped before the upstream command ran (exit 3)"
     )
+
+
+def test_receipts_with_a_bom_or_torn_are_read_or_named(doctor_sandbox: Sandbox) -> None:
+    """A BOM is read; a torn receipt newer than the last good one means 'could not check'."""
+    patched(doctor_sandbox)
+    folder = doctor_sandbox.home / "logs" / "update_receipts"
+    parked = "parked: 5678ef01 (restore hit conflicts)"
+    write_receipt(doctor_sandbox.home, "update_20261001_120000_a.json",
+                  "2026-10-01T12:00:00+00:00", "success", parked)  # fmt: skip
+    good = folder / "update_20261001_120000_a.json"
+    good.write_bytes(b"\xef\xbb\xbf" + good.read_bytes())
+    report, findings = diagnosed(doctor_sandbox)
+    assert failing(report) == ["last update"]
+    assert findings["last update"].summary.endswith("outcome success, local changes parked")
+    torn = folder / "update_20261008_120000_b.json"
+    torn.write_text('{"schema": 1, "steps": [{"name": "local_')
+    report, findings = diagnosed(doctor_sandbox)
+    assert failing(report) == ["last update"]
+    assert findings["last update"].summary.startswith(
+        "could not check: receipt update_20261008_120000_b.json is unreadable (not JSON"
+    )
+    assert findings["last update"].details[0].startswith(f"hermes update receipt {torn}")
+    torn.rename(folder / "update_20260901_120000_b.json")  # older than the good one: a note
+    write_receipt(doctor_sandbox.home, "update_20261002_120000_c.json",
+                  "2026-10-02T12:00:00+00:00", "success", "restored: 1234abcd")  # fmt: skip
+    report, findings = diagnosed(doctor_sandbox)
+    assert report.exit_code == 0
+    assert findings["last update"].summary.endswith("local changes restored")
+    assert any("could not be read" in line for line in findings["last update"].details)

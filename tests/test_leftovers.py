@@ -156,3 +156,50 @@ def test_unknown_id_and_missing_id_are_one_line_errors(repo: Path, patches: Path
     assert len(proc.stderr.strip().splitlines()) == 1
     proc = leftovers(repo, patches, "drop")
     assert proc.returncode == 2 and "needs an ID" in proc.stderr
+
+
+def write_receipt(tmp_path: Path, name: str, content: bytes) -> Path:
+    """A Hermes update receipt next to the install (HERMES_HOME unset: the install's parent)."""
+    folder = tmp_path / "logs" / "update_receipts"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_bytes(content)
+    return folder / name
+
+
+def listing_without_hermes_home(repo: Path, patches: Path, monkeypatch) -> dict[str, dict]:
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    proc = leftovers(repo, patches, "--json")
+    assert "Traceback" not in proc.stderr
+    return {item["id"]: item for item in json.loads(proc.stdout)["leftovers"]}
+
+
+def parked_receipt(sha: str) -> bytes:
+    step = {"name": "local_changes_stash", "ok": False,
+            "detail": f"parked: {sha} (restore hit conflicts)"}  # fmt: skip
+    receipt = {"schema": 1, "started_at": "2026-10-01T12:00:00+00:00", "outcome": "success",
+               "steps": [step]}  # fmt: skip
+    return json.dumps(receipt, indent=2).encode()
+
+
+@pytest.mark.parametrize("bom", [False, True], ids=["plain", "bom"])
+def test_a_receipt_that_parked_the_stash_is_named_on_it(
+    repo: Path, patches: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bom: bool
+) -> None:
+    stash = park(repo, {"other.py": USER})
+    prefix = b"\xef\xbb\xbf" if bom else b""
+    write_receipt(tmp_path, "update_20261001_120000_aaaaaaaa.json", prefix + parked_receipt(stash))
+    write_receipt(tmp_path, "update_20260901_120000_bbbbbbbb.json", parked_receipt("f" * 40))
+    found = listing_without_hermes_home(repo, patches, monkeypatch)
+    assert found[stash[:10]]["notes"] == [
+        "hermes update receipt update_20261001_120000_aaaaaaaa.json says parked"
+    ]
+
+
+def test_a_torn_receipt_is_a_note_not_a_traceback(
+    repo: Path, patches: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stash = park(repo, {"other.py": USER})
+    torn = write_receipt(tmp_path, "update_20261001_120000_aaaaaaaa.json", b'{"steps": [{"na')
+    found = listing_without_hermes_home(repo, patches, monkeypatch)
+    [note] = found[stash[:10]]["notes"]
+    assert note.startswith(f"hermes update receipt {torn} could not be read (not JSON")
