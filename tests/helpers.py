@@ -112,10 +112,13 @@ def outcomes(document: dict[str, Any]) -> dict[str, str]:
 
 
 def tree_snapshot(repo: Path) -> dict[str, bytes]:
-    """Every file of the work tree and .git/patchkeeper, for "nothing changed on disk" checks."""
+    """Every file of the work tree and of patchkeeper's state under .git/patchkeeper (the
+    lock file aside: taking and releasing it is not a change), for "nothing changed" checks."""
     snapshot = {}
     for path in sorted(repo.rglob("*")):
         relative = path.relative_to(repo).as_posix()
-        if path.is_file() and (not relative.startswith(".git/") or "patchkeeper" in relative):
+        if relative == ".git/patchkeeper/lock" or not path.is_file():
+            continue
+        if not relative.startswith(".git/") or relative.startswith(".git/patchkeeper/"):
             snapshot[relative] = path.read_bytes()
     return snapshot
