@@ -99,4 +99,4 @@ def command(directory: Path | None) -> int:
         "\n"
         f"Explore: patchkeeper status --install {sandbox.install} --patches {sandbox.patches}"
     )
-    return 0
+    return report.exit_code()  # the demo's main job tells the truth too
