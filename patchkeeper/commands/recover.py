@@ -15,11 +15,17 @@ from patchkeeper.recovery import NEW, NOTHING, OLD, recover
 from patchkeeper.report import emit_json
 from patchkeeper.update import UpdateOptions
 
-_MEANING = {
-    NOTHING: "nothing to recover",
-    OLD: "the install is back at the old version, with its patches and your edits",
-    NEW: "the install is at the new version, with the patches and your edits carried over",
-}
+_WHERE = {OLD: "the install is back at the old version", NEW: "the install is at the new version"}
+_ALL_THERE = {OLD: "with its patches and your edits", NEW: "with the patches and your edits"}
+
+
+def meaning(direction: str, code: int) -> str:
+    """The result line: it claims everything is in place only when the exit code says so."""
+    if direction == NOTHING:
+        return "nothing to recover"
+    if code == 0:
+        return f"{_WHERE[direction]}, {_ALL_THERE[direction]}"
+    return f"{_WHERE[direction]}, but not everything is in place (exit {code}): see above"
 
 
 @click.command("recover")
@@ -68,7 +74,7 @@ def command(
             "recover",
             code,
             direction=report.direction,
-            meaning=_MEANING[report.direction],
+            meaning=meaning(report.direction, code),
             actions=report.actions,
             **extra,
         )
@@ -79,5 +85,5 @@ def command(
         render_update(report.update)
     elif report.tree is not None:
         render_tree(report.tree, "status after recover")
-    click.echo(f"result: {_MEANING[report.direction]}")
+    click.echo(f"result: {meaning(report.direction, code)}")
     return code
