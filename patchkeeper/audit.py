@@ -146,13 +146,14 @@ class AuditResult:
     days: int
     day_zone: tzinfo
     executions_read: int | None  # None: the ledger could not be read
-    jobs_read: int | None  # None: no jobs file
+    jobs_read: int | None  # None: no jobs file, or one that could not be read
     checked: tuple[Check, ...]
     never_started: tuple[NeverStartedGroup, ...]
     green_but_failing: tuple[GreenButFailing, ...]
     stuck: tuple[StuckClaim, ...]
     per_day: tuple[DayCount, ...]
     unchecked: tuple[Unchecked, ...]
+    jobs_unreadable: bool = False  # the jobs file is there but could not be read (torn?)
 
     @property
     def anomalies(self) -> int:
@@ -238,25 +239,35 @@ def parse_instant(value: object) -> datetime | None:
     return moment if moment.utcoffset() is not None else None
 
 
+class JobsUnreadable(Exception):
+    """The jobs file exists but cannot be used (torn, not JSON, not a jobs shape, unreadable).
+
+    Hermes writes jobs.json, not the operator: the audit reports it as "could not check" and
+    goes on with the checks that need only the ledger.
+    """
+
+
 def load_jobs(path: Path) -> tuple[dict[str, Job], list[str]] | None:
     """Jobs by id plus complaints about entries that cannot be reconciled; None if no file.
 
     Accepts the current `{"jobs": [...]}` object, an older bare list, or an id-keyed map, with or
-    without a leading UTF-8 BOM. A file that is not JSON (or not one of those shapes) is a
-    UserError naming the file.
+    without a leading UTF-8 BOM. A file that cannot be read, is not JSON (a torn write) or is not
+    one of those shapes raises JobsUnreadable naming the file.
     """
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise UserError(f"{path}: cannot read jobs file ({exc.strerror})") from exc
+        raise JobsUnreadable(f"{path}: cannot read jobs file ({exc.strerror or exc})") from exc
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: jobs file is not UTF-8 text") from exc
+        raise JobsUnreadable(f"{path}: jobs file is not UTF-8 text") from exc
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: jobs file is not JSON ({exc.msg}, line {exc.lineno})") from exc
+        raise JobsUnreadable(
+            f"{path}: jobs file is not JSON ({exc.msg}, line {exc.lineno}; a torn write?)"
+        ) from exc
     return _jobs_from_entries(_job_entries(path, data))
 
 
@@ -268,7 +279,9 @@ def _job_entries(path: Path, data: Any) -> list[tuple[str | None, Any]]:
         return [(None, entry) for entry in data]
     if isinstance(data, dict) and all(isinstance(entry, dict) for entry in data.values()):
         return [(str(key), entry) for key, entry in data.items()]
-    raise UserError(f'{path}: not a jobs file (expected {{"jobs": [...]}}, a list or an id map)')
+    raise JobsUnreadable(
+        f'{path}: not a jobs file (expected {{"jobs": [...]}}, a list or an id map)'
+    )
 
 
 def _jobs_from_entries(entries: list[tuple[str | None, Any]]) -> tuple[dict[str, Job], list[str]]:
@@ -511,7 +524,7 @@ def audit(
     zone = day_zone or now.astimezone().tzinfo or UTC
     ledger_path, jobs_path = home / LEDGER_PATH, home / JOBS_PATH
     unchecked: list[Unchecked] = []
-    jobs = _load_jobs_or_report(jobs_path, unchecked)
+    jobs, jobs_unreadable = _load_jobs_or_report(jobs_path, unchecked)
     ledger = _read_ledger_or_report(ledger_path, busy_timeout, unchecked)
     runnable = _runnable_checks(ledger, jobs is not None, unchecked)
     executions = ledger.executions if ledger else ()
@@ -542,18 +555,27 @@ def audit(
             count_per_day(executions, now, days, zone) if Check.PER_DAY in runnable else ()
         ),
         unchecked=tuple(unchecked),
+        jobs_unreadable=jobs_unreadable,
     )
 
 
-def _load_jobs_or_report(path: Path, unchecked: list[Unchecked]) -> dict[str, Job] | None:
-    loaded = load_jobs(path)
+def _load_jobs_or_report(
+    path: Path, unchecked: list[Unchecked]
+) -> tuple[dict[str, Job] | None, bool]:
+    """The jobs (None when there are none to use), and whether the file was there but unreadable."""
+    try:
+        loaded = load_jobs(path)
+    except JobsUnreadable as exc:
+        reason = f"could not check the jobs file: {exc}"
+        unchecked.append(Unchecked(Check.GREEN_BUT_FAILING, reason))
+        return None, True
     if loaded is None:
         reason = f"no jobs file at {path}: cannot compare the dashboard with the ledger"
         unchecked.append(Unchecked(Check.GREEN_BUT_FAILING, reason))
-        return None
+        return None, False
     jobs, complaints = loaded
     unchecked.extend(Unchecked(Check.GREEN_BUT_FAILING, text) for text in complaints)
-    return jobs
+    return jobs, False
 
 
 def _read_ledger_or_report(

@@ -124,7 +124,10 @@ def render_text(result: AuditResult) -> str:
 
 
 def _header(result: AuditResult) -> str:
-    jobs = "missing" if result.jobs_read is None else f"{result.jobs_read} jobs"
+    if result.jobs_read is not None:
+        jobs = f"{result.jobs_read} jobs"
+    else:
+        jobs = "could not be read" if result.jobs_unreadable else "missing"
     read = "not read" if result.executions_read is None else f"{result.executions_read} executions"
     return "\n".join(
         [

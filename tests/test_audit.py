@@ -394,17 +394,32 @@ def test_jobs_entry_without_id_is_reported(home: Path) -> None:
     ("content", "message"),
     [
         (b'{"jobs": [', "jobs file is not JSON"),
+        (b'{"jobs": [{"id": "a", "last_st', "jobs file is not JSON"),
+        (b"", "jobs file is not JSON"),
         (b'"just a string"', "not a jobs file"),
         (b"\xff\xfe{}", "not UTF-8"),
     ],
+    ids=["torn", "torn-entry", "empty", "string", "binary"],
 )
-def test_bad_jobs_file_is_a_user_error(home: Path, content: bytes, message: str) -> None:
-    clean_home(home)
+def test_bad_jobs_file_is_unchecked_and_the_ledger_still_audited(
+    home: Path, content: bytes, message: str
+) -> None:
+    """Hermes writes jobs.json (a torn write happens): could not check, never a usage error."""
+    ledger = clean_home(home)
+    insert(ledger, execution("a", "failed", NOW - HOUR, error=LOCKED_ERROR))
     path = home / "cron" / "jobs.json"
     path.write_bytes(content)
-    with pytest.raises(UserError, match=message) as caught:
-        run_audit(home)
-    assert str(caught.value).startswith(f"{path}: ")
+    result = run_audit(home)
+    [item] = result.unchecked
+    assert item.check is Check.GREEN_BUT_FAILING
+    assert item.reason.startswith(f"could not check the jobs file: {path}: ")
+    assert message in item.reason
+    assert result.checked == (Check.NEVER_STARTED, Check.STUCK, Check.PER_DAY)
+    assert result.jobs_read is None and result.jobs_unreadable
+    [group] = result.never_started
+    assert (group.job_id, group.kind, group.job_name) == ("a", LossKind.LOCKED, None)
+    assert result.exit_code == exitcodes.ATTENTION
+    assert f"jobs    {path} (could not be read)" in render_text(result)
 
 
 def test_missing_home_is_a_user_error(tmp_path: Path) -> None:
@@ -563,16 +578,29 @@ def test_cli_bad_input_exits_2(home: Path, args: list[str], expected: str) -> No
     assert done.stdout == ""
 
 
-def test_cli_bad_jobs_file_one_line_error(home: Path) -> None:
-    clean_home(home)
+def test_cli_torn_jobs_file_is_could_not_check_exit_5(home: Path) -> None:
+    now = datetime.now(UTC)
+    ledger = clean_home(home, now=now)
+    insert(ledger, execution("a", "failed", now - HOUR, error=LOCKED_ERROR))
     path = home / "cron" / "jobs.json"
-    path.write_text("{not json")
+    path.write_text('{"jobs": [{"id": "a", "name": "job a", "last_st')
     done = run_cli("--home", home, "--json")
-    assert done.returncode == exitcodes.USAGE
-    assert done.stderr.strip().splitlines() == [
-        f"patchkeeper: error: {path}: jobs file is not JSON "
-        "(Expecting property name enclosed in double quotes, line 1)"
-    ]
+    assert done.returncode == exitcodes.ATTENTION, done.stderr
+    assert done.stderr == ""
+    document = json.loads(done.stdout)
+    [item] = document["unchecked"]
+    assert item["check"] == "green_but_failing"
+    assert item["reason"].startswith(
+        f"could not check the jobs file: {path}: jobs file is not JSON"
+    )
+    assert document["checked"] == ["never_started", "stuck", "per_day"]
+    assert [group["kind"] for group in document["never_started"]] == ["locked"]
+    assert document["jobs_read"] is None
+    text = run_cli("--home", home)
+    assert text.returncode == exitcodes.ATTENTION
+    assert "Could not check (this is not a clean result):" in text.stdout
+    assert "Green but failing (dashboard ok, ledger says otherwise): not checked" in text.stdout
+    assert 'lost to "database is locked"' in text.stdout
 
 
 def test_cli_missing_home(tmp_path: Path) -> None:
