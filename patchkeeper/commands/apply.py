@@ -7,22 +7,18 @@ from pathlib import Path
 import click
 
 from patchkeeper import outcomes as oc
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    open_workspace,
+    patches_option,
+    wait_option,
+)
 from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.patching import apply_patches
 from patchkeeper.report import emit_json
 from patchkeeper.verdict import tree_exit_code
 from patchkeeper.workspace import locked_for_writing
-
-
-def wait_option(f):
-    return click.option(
-        "--wait",
-        type=click.FloatRange(min=0),
-        default=0.0,
-        show_default=True,
-        help="Seconds to wait for another patchkeeper on this install before exiting 6.",
-    )(f)
 
 
 @click.command("apply")

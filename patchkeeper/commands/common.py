@@ -35,4 +35,14 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")(f)
 
 
-__all__ = ["install_option", "json_option", "open_workspace", "patches_option"]
+def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--wait",
+        type=click.FloatRange(min=0),
+        default=0.0,
+        show_default=True,
+        help="Seconds to wait for another patchkeeper on this install before exiting 6.",
+    )(f)
+
+
+__all__ = ["install_option", "json_option", "open_workspace", "patches_option", "wait_option"]

@@ -10,8 +10,13 @@ import click
 from patchkeeper import exitcodes
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
-from patchkeeper.commands.apply import wait_option
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    open_workspace,
+    patches_option,
+    wait_option,
+)
 from patchkeeper.errors import UserError
 from patchkeeper.report import emit_json
 from patchkeeper.workspace import locked_for_writing

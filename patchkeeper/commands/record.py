@@ -7,8 +7,7 @@ from pathlib import Path
 import click
 
 from patchkeeper.authoring import record_patch
-from patchkeeper.commands.apply import wait_option
-from patchkeeper.commands.common import install_option, open_workspace, patches_option
+from patchkeeper.commands.common import install_option, open_workspace, patches_option, wait_option
 from patchkeeper.install import install_version
 from patchkeeper.workspace import locked_for_writing
 

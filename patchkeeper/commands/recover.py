@@ -6,8 +6,13 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.commands.apply import wait_option
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    open_workspace,
+    patches_option,
+    wait_option,
+)
 from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.commands.update import render_update, update_json
 from patchkeeper.lock import install_lock

@@ -8,8 +8,13 @@ import click
 
 from patchkeeper import exitcodes
 from patchkeeper import outcomes as oc
-from patchkeeper.commands.apply import wait_option
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    open_workspace,
+    patches_option,
+    wait_option,
+)
 from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.patching import unapply_patches
 from patchkeeper.report import emit_json

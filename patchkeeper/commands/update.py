@@ -8,8 +8,13 @@ from typing import Any
 
 import click
 
-from patchkeeper.commands.apply import wait_option
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    open_workspace,
+    patches_option,
+    wait_option,
+)
 from patchkeeper.lock import install_lock
 from patchkeeper.report import emit_json, patch_json, patch_lines
 from patchkeeper.update import LeftoverAction, UpdateOptions, UpdateReport, run_update
