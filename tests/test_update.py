@@ -357,9 +357,12 @@ def test_post_apply_commands_run_after_the_patches_are_back(box: Sandbox, tmp_pa
 def test_update_passes_extra_args_to_the_upstream_command(box: Sandbox) -> None:
     applied(box)
     box.publish("v0.22.0")
-    code, doc = pk_json(box, "update", "--", "--keep-stash")
-    assert doc["upstream"]["command"][-1] == "--keep-stash"
-    assert code == 0 and git(box.install, "stash", "list") == ""
+    code, doc = pk_json(box, "update", "--", "--branch", "no-such-branch")
+    assert doc["upstream"]["command"][-2:] == ["--branch", "no-such-branch"]
+    # The updater really got it: it fetched that branch, failed, and nothing moved.
+    assert doc["upstream"]["exit_status"] not in (0, None)
+    assert any("no-such-branch" in line for line in doc["upstream"]["tail"])
+    assert code == 5 and doc["install"]["version_after"] == "0.21.5"
 
 
 def test_update_with_smoke_checks_runs_them(sandbox: Sandbox) -> None:
