@@ -8,13 +8,13 @@ version); `v2026.6.19` -> `2026.6.19`; canary tags `v0.22.0-canary.2026100112000
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper import git
+from patchkeeper.processes import run_in_group
 
 _DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
 _CANARY_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)*)-canary\.(?P<stamp>\d+)$")
@@ -59,19 +59,34 @@ def version_of_ref(repo: Path, ref: str) -> VersionInfo:
     return VersionInfo(None, reason, "unknown")
 
 
-def version_from_command(repo: Path, command: tuple[str, ...]) -> VersionInfo:
-    """The upstream's own version logic, e.g. Hermes' `hermes_cli/version_info.py`."""
-    try:
-        proc = subprocess.run(command, cwd=repo, capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return VersionInfo(None, f"version command failed: {exc}", "unknown")
-    text = proc.stdout.decode(errors="replace").strip()
-    if proc.returncode == 0:
+def version_from_command(
+    repo: Path, command: tuple[str, ...], timeout: float = 30.0
+) -> VersionInfo:
+    """The upstream's own version logic, e.g. Hermes' `hermes_cli/version_info.py`.
+
+    It runs in a process group of its own: past TIMEOUT, or once it exits, the whole group is
+    ended, so no helper it started outlives it.
+    """
+    output: list[bytes] = []
+    done = run_in_group(
+        command,
+        repo,
+        timeout=timeout,
+        on_stdout=output.append,
+        on_stderr=lambda _line: None,
+        end_group=True,
+    )
+    if done.exit_status is None:
+        return VersionInfo(None, f"version command failed: {done.start_error}", "unknown")
+    if done.timed_out:
+        return VersionInfo(None, f"version command timed out after {timeout:g} s", "unknown")
+    text = b"".join(output).decode(errors="replace").strip()
+    if done.exit_status == 0:
         try:
             return VersionInfo(Version(text), text, "command")
         except InvalidVersion:
             pass
-    return VersionInfo(None, f"version command exited {proc.returncode}: {text!r}", "unknown")
+    return VersionInfo(None, f"version command exited {done.exit_status}: {text!r}", "unknown")
 
 
 def adopt_remote_tags(repo: Path, remote: str = "origin", timeout: float = 60.0) -> list[str]:
@@ -107,4 +122,3 @@ def adopt_remote_tags(repo: Path, remote: str = "origin", timeout: float = 60.0)
         refspecs = [f"refs/tags/{name}:refs/tags/{name}" for name in present]
         git.run(["fetch", "--quiet", "--no-tags", remote, *refspecs], repo, timeout=timeout)
     return present
-

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from patchkeeper.doctor import DoctorReport, Finding, diagnose
 from patchkeeper.install import open_install
 from patchkeeper.patching import apply_patches
 from patchkeeper.patchset import load_patch_set
+from patchkeeper.version import version_from_command
 
 
 @pytest.fixture
@@ -251,3 +254,67 @@ def test_receipts_with_a_bom_or_torn_are_read_or_named(doctor_sandbox: Sandbox) 
     assert report.exit_code == 0
     assert findings["last update"].summary.endswith("local changes restored")
     assert any("could not be read" in line for line in findings["last update"].details)
+
+
+def alive(pid: int) -> bool:
+    """Whether PID runs (a zombie waiting for its reaper does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def gone_soon(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def script(path: Path, body: str) -> Path:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_hanging_version_command_is_ended_with_its_helpers(tmp_path: Path) -> None:
+    """The command starts a helper in the background and hangs: both are gone at the timeout."""
+    pidfile = tmp_path / "helper.pid"
+    hang = script(tmp_path / "hang.sh", f"sleep 300 &\necho $! > {pidfile}\nsleep 300")
+    began = time.monotonic()
+    info = version_from_command(tmp_path, (str(hang),), timeout=1.0)
+    elapsed = time.monotonic() - began
+    assert info.version is None and info.source == "unknown"
+    assert info.text == "version command timed out after 1 s"
+    assert elapsed < 1.0 + 3.0 + 2.0  # the timeout, the TERM-to-KILL grace, the pipe grace
+    helper = int(pidfile.read_text())
+    try:
+        assert gone_soon(helper)
+    finally:
+        if alive(helper):
+            os.kill(helper, 9)
+
+
+def test_a_version_command_leaves_no_helper_behind(tmp_path: Path) -> None:
+    pidfile = tmp_path / "helper.pid"
+    quick = script(tmp_path / "v.sh", f"sleep 300 &\necho $! > {pidfile}\necho 0.21.5+3.gabc1234")
+    info = version_from_command(tmp_path, (str(quick),), timeout=10.0)
+    assert (str(info.version), info.source) == ("0.21.5+3.gabc1234", "command")
+    assert gone_soon(int(pidfile.read_text()))
+
+
+def test_the_interpreter_probe_leaves_no_helper_behind(
+    doctor_sandbox: Sandbox, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "helper.pid"
+    # Only the interpreter probe (`python -c ...`) leaves a helper; smoke probes just answer.
+    body = f'if [ "$1" = -c ]; then sleep 300 & echo $! > {pidfile}; fi\necho 3.14.0'
+    fake = script(tmp_path / "python", body)
+    config = doctor_sandbox.config
+    config.write_text(config.read_text().replace("python = ", f'python = "{fake}"\n#'))
+    _, findings = diagnosed(doctor_sandbox)
+    assert findings["interpreter"].summary == f"{fake} (Python 3.14.0)"
+    assert gone_soon(int(pidfile.read_text()))
