@@ -147,7 +147,7 @@ def test_unmerged_paths_are_listed_and_left_to_git(repo: Path, patches: Path) ->
     code, found = listing(repo, patches)
     assert code == 5 and found["unmerged"]["files"] == ["other.py"]
     proc = leftovers(repo, patches, "drop", "unmerged")
-    assert proc.returncode == 2 and "resolved with git" in proc.stderr
+    assert proc.returncode == 2 and "finish or abort it first" in proc.stderr  # git's to resolve
 
 
 def test_unknown_id_and_missing_id_are_one_line_errors(repo: Path, patches: Path) -> None:
