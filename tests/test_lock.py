@@ -1,8 +1,9 @@
 """One patchkeeper per install, with real processes: busy is not dead, dead is proven.
 
-A live owner, however slow, is never taken over (exit 6 naming its pid, start and phase); a
-lock whose owner was killed (pid gone) or whose pid now belongs to another process (another
-start time) is taken over, and that is reported.
+The kernel proves death: the owner holds flock on the lock file for its life, and the lock is
+released by the kernel when the owner dies. A live owner, however slow, is never taken over
+(exit 6 naming its pid, start and phase); a lock whose recorded owner was killed is taken over,
+and that is reported. The lock file is never removed; a released lock is an empty file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,8 @@ from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.lock import process_start_time
 from tests.helpers import GIT_ID, git
 from tests.test_update import applied, pk, pk_json, quiet, set_command
+
+RACERS = 8
 
 HOLDER = textwrap.dedent(
     """
@@ -35,6 +39,45 @@ HOLDER = textwrap.dedent(
         if mode == "die":
             os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(float(mode))
+    """
+)
+
+# A process holding flock on a lock file whose content it leaves alone: ARGV = the file.
+HOLD_RAW = textwrap.dedent(
+    """
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("held", flush=True)
+    time.sleep(30)
+    """
+)
+
+# Wait for the gate, take the lock, hold it a moment, record the interval and any overlap.
+RACER = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from pathlib import Path
+    from patchkeeper.lock import install_lock
+    state_dir, gate, inside, log = map(Path, sys.argv[1:5])
+    while not gate.exists():
+        time.sleep(0.001)
+    with install_lock(state_dir, "racer", wait=60) as lock:
+        entered = time.monotonic()
+        try:
+            os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            overlap = False
+        except FileExistsError:
+            overlap = True
+        time.sleep(0.02)
+        if not overlap:
+            inside.unlink()
+        record = {
+            "pid": os.getpid(), "entered": entered, "left": time.monotonic(),
+            "overlap": overlap, "took_over": lock.taken_over and lock.taken_over.pid,
+        }
+    with log.open("a") as handle:
+        handle.write(json.dumps(record) + "\\n")
     """
 )
 
@@ -84,16 +127,17 @@ def test_a_slow_live_owner_is_busy_never_taken_over(box: Sandbox) -> None:
 def test_a_lock_left_by_a_killed_run_is_taken_over_and_reported(box: Sandbox) -> None:
     holder = hold(box, "die")
     holder.wait()
-    assert holder.returncode == -signal.SIGKILL and lock_file(box).exists()
+    assert holder.returncode == -signal.SIGKILL
+    assert json.loads(lock_file(box).read_text())["pid"] == holder.pid  # the record stays
     box.publish("v0.22.0")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert any(f"stale lock from dead pid {holder.pid}" in note for note in doc["notes"])
-    assert not lock_file(box).exists()
+    assert lock_file(box).read_text() == ""  # released: the file stays, naming nobody
 
 
 def test_a_pid_reused_by_another_process_is_not_the_owner(box: Sandbox) -> None:
-    """Our own pid is alive, but with another start time it is provably not the owner."""
+    """Our own pid is alive, but nobody holds the lock and the start time differs: taken."""
     lock_file(box).parent.mkdir(parents=True, exist_ok=True)
     lock_file(box).write_text(json.dumps({
         "pid": os.getpid(), "start_time": "1", "command": "update", "phase": "upstream",
@@ -105,11 +149,33 @@ def test_a_pid_reused_by_another_process_is_not_the_owner(box: Sandbox) -> None:
     assert f"took over a stale lock from dead pid {os.getpid()}" in proc.stdout
 
 
-def test_an_unreadable_lock_is_never_taken(box: Sandbox) -> None:
+def test_an_unreadable_lock_file_nobody_holds_is_provably_free_and_taken(box: Sandbox) -> None:
+    """Garbage in a lock file no process holds (flock granted) names nobody: the lock is free."""
+    lock_file(box).parent.mkdir(parents=True, exist_ok=True)
     lock_file(box).write_text("{not json")
     proc = pk(box, "apply")
-    assert proc.returncode == 6 and "unreadable" in proc.stderr
-    assert lock_file(box).read_text() == "{not json"
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "took over" not in proc.stdout  # there was no owner to name
+    assert lock_file(box).read_text() == ""
+
+
+def test_an_unreadable_lock_file_that_is_held_is_busy(box: Sandbox) -> None:
+    """flock says held: an unreadable record is never a reason to take the lock."""
+    path = lock_file(box)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_RAW, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        proc = pk(box, "apply", "--wait", "0.3")
+        assert proc.returncode == 6, proc.stdout + proc.stderr
+        assert "busy" in proc.stderr and "unreadable" in proc.stderr
+        assert path.read_text() == "{not json"
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_two_concurrent_updates_one_runs_the_other_is_busy(box: Sandbox, tmp_path: Path) -> None:
@@ -138,3 +204,30 @@ def test_two_concurrent_updates_one_runs_the_other_is_busy(box: Sandbox, tmp_pat
     assert first.returncode == 0, out
     assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
     assert pk(box, "status").returncode == 0
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_racers_against_a_dead_owners_lock_never_overlap(
+    box: Sandbox, tmp_path: Path, round_: int
+) -> None:
+    """Several processes see a kill -9'd owner's lock at once: one holder at a time, always."""
+    dead = hold(box, "die")
+    dead.wait()
+    gate, inside, log = tmp_path / "gate", tmp_path / "inside", tmp_path / "log"
+    state_dir = box.install / ".git/patchkeeper"
+    racers = [
+        subprocess.Popen([sys.executable, "-c", RACER, *map(str, (state_dir, gate, inside, log))])
+        for _ in range(RACERS)
+    ]
+    time.sleep(0.5)  # let every racer reach the gate
+    gate.touch()
+    for racer in racers:
+        assert racer.wait(timeout=60) == 0
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(records) == RACERS
+    assert not [r["pid"] for r in records if r["overlap"]]
+    spans = sorted((r["entered"], r["left"]) for r in records)
+    assert all(left <= entered for (_, left), (entered, _) in pairwise(spans))
+    # The dead owner is taken over (and reported) exactly once; the rest found it released.
+    assert [r["took_over"] for r in records if r["took_over"]] == [dead.pid]
+    assert lock_file(box).read_text() == ""
