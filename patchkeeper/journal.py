@@ -4,8 +4,9 @@
 facts `recover` needs to bring the install to a consistent state after a crash at any point:
 the HEAD and stash top before the run, the names of the refs holding the snapshot of the work
 tree and the user's own edits, where the state backup is, and the upstream command's process
-group. A finished run's journal is moved into its run folder (`updates/<id>/journal.json`) as
-history, so "is there an unfinished update?" is one `exists()`.
+group with its leader's start time (so a reused pid is not taken for the updater). A finished
+run's journal is moved into its run folder (`updates/<id>/journal.json`) as history, so "is
+there an unfinished update?" is one `exists()`.
 
 For tests, PATCHKEEPER_STOP_AT_PHASE=N kills the process (SIGKILL, no clean-up) right after
 the journal records that phase N starts: a crash at every phase boundary can be reproduced.
@@ -59,7 +60,8 @@ class Journal:
     phase: int = 0
     before_ref: str | None = None  # snapshot of the whole work tree (patches + edits)
     edits_ref: str | None = None  # the user's own edits, without patchkeeper's patches
-    upstream_pgid: int | None = None
+    upstream_pgid: int | None = None  # the upstream command's pid, leader of its own group
+    upstream_start_time: str | None = None  # that pid's start time: tells it from a reused pid
     upstream_exit: int | None = None  # None: never finished (or never started)
     upstream_ok: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)

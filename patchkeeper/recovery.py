@@ -7,20 +7,25 @@ were. Once HEAD has moved (or the upstream command finished), the way is forward
 own phases 5-10 (leftovers, apply, restore, smoke, post, report) are run again; each is
 idempotent, so it does not matter where inside them the crash happened.
 
-An upstream command that is still running (its process group is alive) is never taken for
-dead: recover says so (exit 6) and changes nothing.
+An upstream command that is still running is never taken for dead: recover says so (exit 6)
+and changes nothing. "Still running" means the group's leader, the pid the journal recorded,
+is alive with the start time the journal recorded; a pid reused by another process (after a
+reboot, say) is not it. Other members of its group (a daemon the updater started and left)
+do not make the update "running" forever: recover names them in a note and carries on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from patchkeeper import exitcodes, git
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper.errors import BusyError
-from patchkeeper.lock import InstallLock
+from patchkeeper.lock import InstallLock, process_start_time
 from patchkeeper.patching import TreeReport, worktree_status
 from patchkeeper.processes import group_alive
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR
@@ -51,14 +56,48 @@ class RecoverReport:
         return exitcodes.worst(*codes)
 
 
-def _refuse_if_upstream_running(journal: jr.Journal) -> None:
+def _leader_running(journal: jr.Journal, pgid: int) -> bool:
+    """Whether the upstream command itself (the group's leader, as recorded) still runs."""
+    now = process_start_time(pgid)
+    if now is None:
+        return False
+    recorded = journal.upstream_start_time
+    # Without a start time on either side a reused pid cannot be told apart: busy, not dead.
+    return not recorded or not now or now == recorded
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of group PGID, by /proc; empty where there is none."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[2] == str(pgid) and fields[0] not in ("Z", "X"):  # state, ppid, pgrp
+                members.append(int(stat.parent.name))
+    return sorted(members)
+
+
+def _check_upstream(journal: jr.Journal) -> list[str]:
+    """Refuse (busy) while the upstream command runs; name what it left in its group."""
     pgid = journal.upstream_pgid
     running = journal.phase == jr.UPSTREAM_PHASE and journal.upstream_exit is None
-    if running and pgid and group_alive(pgid):
+    if not (running and pgid):
+        return []
+    if _leader_running(journal, pgid):
         raise BusyError(
-            f"the upstream command of update {journal.id} is still running (process group "
-            f"{pgid}); wait for it to end (or stop it), then run `patchkeeper recover`"
+            f"the upstream command of update {journal.id} is still running (pid {pgid}, "
+            f"leader of process group {pgid}); wait for it to end (or stop it), then run "
+            "`patchkeeper recover`"
         )
+    if not group_alive(pgid):
+        return []
+    members = _group_members(pgid)
+    who = f"pids {', '.join(map(str, members))}" if members else "some processes"
+    return [
+        f"the upstream command (pid {pgid}) has ended, but {who} of its process group {pgid} "
+        f"still run; left alone (stop them with `kill -- -{pgid}` if they should not outlive "
+        "the update)"
+    ]
 
 
 def _goes_back(workspace: Workspace, journal: jr.Journal) -> bool:
@@ -120,11 +159,12 @@ def recover(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> 
     journal = jr.load(state_dir)
     if journal is None:
         return RecoverReport(None, NOTHING, ["no unfinished update: nothing to recover"])
-    _refuse_if_upstream_running(journal)
+    notes = _check_upstream(journal)
     report = RecoverReport(journal, OLD if _goes_back(workspace, journal) else NEW)
     report.actions.append(
         f"update {journal.id} (pid {journal.pid}) stopped in phase {journal.phase_label}"
     )
+    report.actions.extend(notes)
     if report.direction == OLD:
         roll_back(workspace, journal, report)
         return report

@@ -385,7 +385,12 @@ class UpdateRun:
         self.say(f"running {' '.join(command)} (in {self.install.path}, timeout {timeout:g}s)")
 
         def started(pid: int) -> None:
+            from patchkeeper.lock import process_start_time
+
+            # The leader's start time: `recover` judges "still running" by this very process,
+            # not by whatever else (a daemon it left, a reused pgid) is in the group.
             self.journal.upstream_pgid = pid
+            self.journal.upstream_start_time = process_start_time(pid)
             jr.save(self.state_dir, self.journal)
 
         result = run_streamed(command, self.install.path, timeout, self.sink, started)

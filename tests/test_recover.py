@@ -17,6 +17,7 @@ import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.journal import PHASES, UPSTREAM_PHASE
+from patchkeeper.lock import process_start_time
 from patchkeeper.processes import group_alive
 from tests.helpers import GIT_ID, git
 from tests.test_update import (
@@ -166,6 +167,47 @@ def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, t
     assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
     assert all_edits_present(box)
     assert set(assert_truthful_status(box).values()) == {"present"}
+
+
+def test_a_helper_left_in_the_updaters_group_does_not_keep_recover_busy(
+    box: Sandbox, tmp_path
+) -> None:
+    """The updater (the group's leader) has ended; a helper it started in its group runs on."""
+    gate, helper_file = tmp_path / "gate", tmp_path / "helper.pid"
+    script = (
+        f"sleep 300 & echo $! > {helper_file}; "
+        f"while [ ! -e {gate} ]; do sleep 0.05; done; exec ./hermes update --yes"
+    )
+    set_command(box, ["sh", "-c", script])
+    update = subprocess.Popen(
+        [sys.executable, "-m", "patchkeeper", "update", "--patches", str(box.patches)],
+        env={**box.hermes_env(), **GIT_ID},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    journal = journal_file(box)
+    _wait_for(lambda: journal.exists() and json.loads(journal.read_text())["upstream_pgid"])
+    _wait_for(lambda: helper_file.exists() and helper_file.read_text().strip())
+    recorded = json.loads(journal.read_text())
+    pgid, helper = recorded["upstream_pgid"], int(helper_file.read_text())
+    assert recorded["upstream_start_time"] == process_start_time(pgid)
+    os.kill(update.pid, signal.SIGKILL)  # patchkeeper dies; its upstream command does not
+    update.wait()
+    try:
+        gate.touch()
+        _wait_for(lambda: process_start_time(pgid) is None)  # the leader has ended...
+        assert group_alive(pgid) and os.getpgid(helper) == pgid  # ...its helper has not
+
+        code, doc = pk_json(box, "recover")
+        assert (code, doc["direction"]) == (0, "new"), doc
+        (note,) = [a for a in doc["actions"] if f"process group {pgid}" in a]
+        assert f"pids {helper}" in note and "still run" in note
+        assert process_start_time(helper) is not None  # named, left alone
+        assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
+        assert all_edits_present(box)
+        assert set(assert_truthful_status(box).values()) == {"present"}
+    finally:
+        os.kill(helper, signal.SIGKILL)
 
 
 def test_an_updater_that_leaves_a_merge_in_progress_is_finished_by_recover(box: Sandbox) -> None:
