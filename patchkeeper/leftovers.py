@@ -19,6 +19,7 @@ content was made on, so one classifier and one restorer serve them all:
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -474,6 +475,17 @@ def undo_command(install: Install, leftover: Leftover) -> str:
     return f"{where} rev-parse {leftover.backup_ref} > {leftover.label}"
 
 
+def _drop_stash_entry(repo: Path, selector: str, sha: str) -> None:
+    """Drop SELECTOR, which was SHA a moment ago; a stash pushed in between shifts the
+    numbers, so what was dropped is checked, and put back if it was another entry."""
+    said = git.out(["stash", "drop", selector], repo)
+    dropped = re.search(r"\(([0-9a-f]{40})\)", said)
+    if dropped and dropped.group(1) != sha:
+        git.run(["stash", "store", "-m", "put back by patchkeeper", dropped.group(1)], repo)
+        raise UserError(f"{repo}: the stash changed while dropping {sha[:10]}; nothing was lost, "
+                        "run the command again")  # fmt: skip
+
+
 def drop(install: Install, leftover: Leftover) -> str:
     """Save a backup ref, then remove the leftover. Returns the backup ref."""
     if leftover.kind == UNMERGED or not leftover.rev:
@@ -488,7 +500,7 @@ def drop(install: Install, leftover: Leftover) -> str:
             (sel for sel, sha, _, _ in _stash_entries(install.path) if sha == leftover.rev), None
         )
         if selector is not None:
-            git.run(["stash", "drop", "-q", selector], install.path)
+            _drop_stash_entry(install.path, selector, leftover.rev)
     elif leftover.kind == SET_ASIDE:
         git.run(["update-ref", "-d", leftover.label, leftover.rev], install.path)
     else:

@@ -203,3 +203,19 @@ def test_a_torn_receipt_is_a_note_not_a_traceback(
     found = listing_without_hermes_home(repo, patches, monkeypatch)
     [note] = found[stash[:10]]["notes"]
     assert note.startswith(f"hermes update receipt {torn} could not be read (not JSON")
+
+
+def test_a_stash_pushed_while_dropping_is_put_back(repo: Path) -> None:
+    """`stash@{n}` names whatever is n-th now: a push in between must not cost the user."""
+    from patchkeeper.errors import UserError
+    from patchkeeper.leftovers import _drop_stash_entry
+
+    (repo / "app.py").write_text("old entry\n")
+    git(repo, "stash", "push", "-q", "-m", "hermes-update-autostash-20261129-000000")
+    parked = git(repo, "rev-parse", "stash@{0}")
+    (repo / "app.py").write_text("the user's newer entry\n")
+    git(repo, "stash", "push", "-q", "-m", "mine")
+    mine = git(repo, "rev-parse", "stash@{0}")
+    with pytest.raises(UserError, match="nothing was lost"):
+        _drop_stash_entry(repo, "stash@{0}", parked)  # stale selector: now names the user's
+    assert set(git(repo, "log", "-g", "--format=%H", "refs/stash").split()) == {parked, mine}
