@@ -25,6 +25,7 @@ from typing import Any
 
 from patchkeeper import exitcodes
 from patchkeeper.errors import UserError
+from patchkeeper.instants import parse_instant
 
 LEDGER_PATH = Path("cron") / "executions.db"
 JOBS_PATH = Path("cron") / "jobs.json"
@@ -226,17 +227,6 @@ def resolve_home(home: Path, profile: str | None) -> Path:
     if home.is_dir() and not target.is_dir():
         raise UserError(f"{target}: profile {profile!r} does not exist")
     return target
-
-
-def parse_instant(value: object) -> datetime | None:
-    """A timezone-aware instant from an ISO stamp; None when it is not one (naive included)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return moment if moment.utcoffset() is not None else None
 
 
 class JobsUnreadable(Exception):

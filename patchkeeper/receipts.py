@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from patchkeeper.instants import parse_instant
+
 RECEIPTS_DIR = Path("logs") / "update_receipts"
 RECEIPT_GLOB = "update_*.json"
 STASH_STEP = "local_changes_stash"
@@ -52,16 +54,6 @@ def _stamp_of_name(path: Path) -> datetime | None:
         return None
 
 
-def _instant(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return moment if moment.utcoffset() is not None else None
-
-
 @dataclass(frozen=True)
 class Receipt:
     path: Path
@@ -79,7 +71,7 @@ class Receipt:
     @property
     def when(self) -> datetime:
         """When it started: `started_at` as an instant, else the file name's stamp."""
-        return _instant(self.started_at) or _stamp_of_name(self.path) or _OLDEST
+        return parse_instant(self.started_at) or _stamp_of_name(self.path) or _OLDEST
 
     @property
     def steps(self) -> list[dict[str, Any]]:
