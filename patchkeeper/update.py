@@ -36,7 +36,6 @@ from patchkeeper.install import (
     Install,
     install_version,
     operation_in_progress,
-    refuse_if_busy_with_git,
 )
 from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, apply_patches
@@ -594,16 +593,6 @@ def _epoch(journal: jr.Journal) -> float:
     return dt.datetime.fromisoformat(journal.started_at).timestamp()
 
 
-def refuse_if_unfinished(install: Install) -> None:
-    journal = jr.load(install.state_dir)
-    if journal is not None:
-        raise PatchkeeperError(
-            f"{install.path}: update {journal.id} (pid {journal.pid}) stopped in phase "
-            f"{journal.phase_label}; run `patchkeeper recover` first",
-            exitcodes.ATTENTION,
-        )
-
-
 def start_journal(workspace: Workspace) -> jr.Journal:
     install = workspace.install
     head = install.head()
@@ -620,9 +609,8 @@ def start_journal(workspace: Workspace) -> jr.Journal:
 
 
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
-    """The whole update. The caller holds the install lock; refusals change nothing."""
-    refuse_if_unfinished(workspace.install)
-    refuse_if_busy_with_git(workspace.install)
+    """The whole update. The caller holds the install through `locked_for_writing`, whose
+    refusals (git busy, an unfinished update) came before anything changed."""
     journal = start_journal(workspace)
     run = UpdateRun(workspace, lock, options, journal)
     try:

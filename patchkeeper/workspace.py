@@ -53,6 +53,6 @@ def refuse_if_unfinished(install: Install) -> None:
 def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
     """Every command that writes to the install starts here: the lock, then the refusals."""
     with install_lock(workspace.install.state_dir, command, wait) as lock:
+        refuse_if_unfinished(workspace.install)  # first: it may explain a git operation too
         refuse_if_busy_with_git(workspace.install)
-        refuse_if_unfinished(workspace.install)
         yield lock

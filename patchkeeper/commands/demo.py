@@ -14,12 +14,11 @@ from patchkeeper.commands.status import render_tree
 from patchkeeper.commands.update import render_update
 from patchkeeper.config import load_settings
 from patchkeeper.install import open_install
-from patchkeeper.lock import install_lock
 from patchkeeper.patching import apply_patches, worktree_status
 from patchkeeper.patchset import load_patch_set
 from patchkeeper.report import use_colour
 from patchkeeper.update import UpdateOptions, run_update
-from patchkeeper.workspace import Workspace
+from patchkeeper.workspace import Workspace, locked_for_writing
 
 
 def say(text: str) -> None:
@@ -85,8 +84,9 @@ def command(directory: Path | None) -> int:
     constants.write_text(constants.read_text() + "# operator: local note\n")
     sandbox.publish("v0.22.0")
     os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
-    with install_lock(install.state_dir, "update") as lock:
-        report = run_update(Workspace(settings, install, patch_set), lock, UpdateOptions())
+    workspace = Workspace(settings, install, patch_set)
+    with locked_for_writing(workspace, "update", wait=0) as lock:
+        report = run_update(workspace, lock, UpdateOptions())
     render_update(report)
     click.echo(f"exit code: {report.exit_code()}")
 

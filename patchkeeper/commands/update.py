@@ -15,9 +15,9 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.lock import install_lock
 from patchkeeper.report import emit_json, patch_json, patch_lines
 from patchkeeper.update import LeftoverAction, UpdateOptions, UpdateReport, run_update
+from patchkeeper.workspace import locked_for_writing
 
 
 def leftover_json(action: LeftoverAction) -> dict[str, Any]:
@@ -169,7 +169,7 @@ def command(
     """
     workspace = open_workspace(install_path, patches_dir)
     options = UpdateOptions(args, timeout, preview_ref, force, as_json)
-    with install_lock(workspace.install.state_dir, "update", wait) as lock:
+    with locked_for_writing(workspace, "update", wait) as lock:
         report = run_update(workspace, lock, options)
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
