@@ -221,7 +221,8 @@ def _parse_step(raw: Any) -> Step | str:
     )
 
 
-def _worst(verdicts: Iterable[str]) -> str:
+def worst_verdict(verdicts: Iterable[str]) -> str:
+    """`error` (could not check) outranks `fail`, which outranks `pass`."""
     found = set(verdicts)
     return ERROR if ERROR in found else FAIL if FAIL in found else PASS
 
@@ -248,7 +249,7 @@ def parse_verdict(name: str, run: _Run) -> CheckResult:
     if bad is not None:
         return error(f"bad verdict: {bad}")
     parsed = tuple(s for s in steps if isinstance(s, Step))
-    verdict = _worst([document["verdict"], *(s.verdict for s in parsed)])
+    verdict = worst_verdict([document["verdict"], *(s.verdict for s in parsed)])
     detail = str(document.get("detail") or "")
     if verdict == PASS and run.returncode != 0:
         verdict, detail = ERROR, f"said pass but exited {run.returncode}"

@@ -41,7 +41,7 @@ from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, apply_patches
 from patchkeeper.processes import run_in_group
 from patchkeeper.scratch import scratch_index
-from patchkeeper.smoke import run_for_patches
+from patchkeeper.smoke import run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
 from patchkeeper.workspace import Workspace
@@ -198,8 +198,7 @@ def run_smoke_checks(
     checks = run_for_patches(ws.install, ws.settings, ws.patch_set, results, progress).results
     if not checks:
         return SmokeReport("not-configured", "no smoke check named by the patches in place")
-    verdicts = [check.verdict for check in checks]
-    status = "pass" if set(verdicts) == {"pass"} else "fail" if "fail" in verdicts else "error"
+    status = worst_verdict(check.verdict for check in checks)
     detail = ", ".join(
         f"{c.name} {c.verdict}" + (f" ({c.detail})" if c.detail else "") for c in checks
     )
