@@ -8,7 +8,9 @@ use. Every user-facing failure is a PatchkeeperError: printed as one line, mappe
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -63,23 +65,35 @@ def cli() -> None:
     """
 
 
+def _fail(message: str, code: int) -> NoReturn:
+    """One line on stderr; for --json callers also one document on stdout."""
+    click.echo(f"patchkeeper: {message}", err=True)
+    if "--json" in sys.argv:
+        from patchkeeper.report import emit_json
+
+        command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
+        emit_json(command, code, error=message, patches=[])
+    sys.exit(code)
+
+
 def main() -> None:
     try:
         code = cli.main(standalone_mode=False)
     except PatchkeeperError as exc:
-        click.echo(f"patchkeeper: error: {exc}", err=True)
-        if "--json" in sys.argv:  # machines still get one document on stdout
-            from patchkeeper.report import emit_json
-
-            command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
-            emit_json(command, exc.exit_code, error=str(exc), patches=[])
-        sys.exit(exc.exit_code)
+        _fail(f"error: {exc}", exc.exit_code)
     except click.exceptions.Abort:
-        click.echo("patchkeeper: aborted", err=True)
-        sys.exit(exitcodes.INTERNAL)
+        _fail("aborted", exitcodes.INTERNAL)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exitcodes.USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a bug: still one line and exit 1, unless asked for the traceback
+        if os.environ.get("PATCHKEEPER_DEBUG"):
+            raise
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(a bug; PATCHKEEPER_DEBUG=1 shows the traceback)",
+            exitcodes.INTERNAL,
+        )
     sys.exit(code if isinstance(code, int) else exitcodes.OK)

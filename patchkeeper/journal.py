@@ -20,6 +20,7 @@ import json
 import os
 import signal
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,11 @@ def load(state_dir: Path) -> Journal | None:
     """The unfinished update's journal, or None. An unreadable one is an error, never ignored."""
     path = state_dir / JOURNAL_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return Journal(**data)
+        journal = Journal(**json.loads(path.read_text(encoding="utf-8")))
+        datetime.fromisoformat(journal.started_at)  # recover computes with it
+        if not isinstance(journal.phase, int) or not isinstance(journal.old_head, str):
+            raise TypeError("phase or old_head has the wrong type")
+        return journal
     except FileNotFoundError:
         return None
     except (ValueError, TypeError) as exc:

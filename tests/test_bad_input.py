@@ -237,3 +237,17 @@ def test_json_callers_get_an_error_document(tmp_path: Path) -> None:
     document = json.loads(proc.stdout)
     assert document["exit_code"] == 2 and document["command"] == "status"
     assert "not a git repository" in document["error"]
+
+
+def test_a_damaged_update_journal_is_one_line_not_a_traceback(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    journal = repo / ".git/patchkeeper/journal.json"
+    journal.parent.mkdir(parents=True)
+    fields = {"id": "x", "pid": 1, "started_at": "yesterday", "old_head": "0" * 40,
+              "old_version": "1.0.0", "stash_top": None, "phase": 4}  # fmt: skip
+    journal.write_text(json.dumps(fields))
+    for command in ("recover", "apply", "update"):
+        proc = run_cli(command, "--install", repo, "--patches", patches)
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert proc.stderr.startswith(f"patchkeeper: error: {journal}: the update journal")
+        assert "Traceback" not in proc.stderr
