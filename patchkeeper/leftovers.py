@@ -486,6 +486,24 @@ def _drop_stash_entry(repo: Path, selector: str, sha: str) -> None:
                         "run the command again")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class RestoreOutcome:
+    clean: bool
+    written: list[str]
+    conflicts: list[str]
+    backup_ref: str | None  # set when the leftover was retired after a clean restore
+
+
+def restore(install: Install, leftover: Leftover, *, markers: bool = False) -> RestoreOutcome:
+    """Merge LEFTOVER into the work tree only when the 3-way merge is clean, then retire it
+    (after a backup). With MARKERS a conflicting merge is written too, with conflict markers,
+    and the leftover is kept until whoever resolves them drops it."""
+    preview = preview_restore(install, leftover)
+    written = write_merge(install, preview, markers=markers) if preview.clean or markers else []
+    backup = drop(install, leftover) if preview.clean else None
+    return RestoreOutcome(preview.clean, written, list(preview.conflicts), backup)
+
+
 def drop(install: Install, leftover: Leftover) -> str:
     """Save a backup ref, then remove the leftover. Returns the backup ref."""
     if leftover.kind == UNMERGED or not leftover.rev:

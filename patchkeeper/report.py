@@ -6,12 +6,15 @@ import json
 import os
 import sys
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from patchkeeper import outcomes as oc
 from patchkeeper.outcomes import PatchResult
+
+if TYPE_CHECKING:
+    from patchkeeper.leftovers import Leftover
 
 SCHEMA = "patchkeeper/1"
 
@@ -53,6 +56,20 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "merged_files": result.merged_files,
         "conflicts": [asdict(c) for c in result.conflicts],
         "notes": result.notes,
+    }
+
+
+def leftover_json(item: Leftover) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "label": item.label,
+        "age": item.age(),
+        "created": item.created,
+        "files": item.files,
+        "classification": item.classification,
+        "patches": item.patches,
+        "notes": item.notes,
     }
 
 

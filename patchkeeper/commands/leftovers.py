@@ -18,24 +18,10 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.errors import UserError
-from patchkeeper.report import emit_json
+from patchkeeper.report import emit_json, leftover_json
 from patchkeeper.workspace import locked_for_writing
 
 ACTIONS = ("list", "show", "restore", "drop")
-
-
-def leftover_json(item: lo.Leftover) -> dict:
-    return {
-        "id": item.id,
-        "kind": item.kind,
-        "label": item.label,
-        "age": item.age(),
-        "created": item.created,
-        "files": item.files,
-        "classification": item.classification,
-        "patches": item.patches,
-        "notes": item.notes,
-    }
 
 
 def list_leftovers(workspace, as_json: bool) -> int:
@@ -71,38 +57,27 @@ def show(workspace, leftover_id: str) -> int:
 
 
 def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
-    """Merge the leftover into the work tree only when the merge is clean; then retire it.
-
-    With MARKERS a conflicting merge is written too, with conflict markers, and the leftover
-    is kept until the person who resolves them drops it.
-    """
     install = workspace.install
     item = lo.find_by_id(install, workspace.patch_set, leftover_id)
-    preview = lo.preview_restore(install, item)
-    written: list[str] = []
-    backup = None
-    if preview.clean or markers:
-        written = lo.write_merge(install, preview, markers=markers)
-    if preview.clean:
-        backup = lo.drop(install, item)
-    code = exitcodes.OK if preview.clean else exitcodes.ATTENTION
+    outcome = lo.restore(install, item, markers=markers)
+    code = exitcodes.OK if outcome.clean else exitcodes.ATTENTION
     if as_json:
         emit_json(
             "leftovers restore",
             code,
             leftover=leftover_json(item),
-            clean=preview.clean,
-            written=written,
-            conflicts=preview.conflicts,
-            backup_ref=backup,
+            clean=outcome.clean,
+            written=outcome.written,
+            conflicts=outcome.conflicts,
+            backup_ref=outcome.backup_ref,
             patches=[],
         )
         return code
-    if not preview.clean:
-        conflicts = ", ".join(preview.conflicts)
+    if not outcome.clean:
+        conflicts = ", ".join(outcome.conflicts)
         if markers:
             click.echo(
-                f"{item.id}: wrote {len(written)} file(s); resolve the conflict markers "
+                f"{item.id}: wrote {len(outcome.written)} file(s); resolve the conflict markers "
                 f"in {conflicts}, then `patchkeeper leftovers drop {item.id}`"
             )
             return code
@@ -110,8 +85,9 @@ def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
         click.echo(f"  see it: patchkeeper leftovers show {item.id} --install {install.path}")
         click.echo(f"  merge with conflict markers: {item.restore_command(install, markers=True)}")
         return code
-    click.echo(f"{item.id}: restored {len(written)} file(s): {', '.join(written) or '(none)'}")
-    click.echo(f"  the entry was removed; backup: {backup}")
+    restored = ", ".join(outcome.written) or "(none)"
+    click.echo(f"{item.id}: restored {len(outcome.written)} file(s): {restored}")
+    click.echo(f"  the entry was removed; backup: {outcome.backup_ref}")
     return code
 
 

@@ -15,26 +15,18 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.report import emit_json, patch_json, patch_lines
+from patchkeeper.report import emit_json, leftover_json, patch_json, patch_lines
 from patchkeeper.update import LeftoverAction, UpdateOptions, UpdateReport, run_update
 from patchkeeper.workspace import locked_for_writing
 
 
-def leftover_json(action: LeftoverAction) -> dict[str, Any]:
-    item = action.leftover
+def leftover_action_json(action: LeftoverAction) -> dict[str, Any]:
     return {
-        "id": item.id,
-        "kind": item.kind,
-        "label": item.label,
-        "age": item.age(),
-        "files": item.files,
-        "classification": item.classification,
-        "patches": item.patches,
+        **leftover_json(action.leftover),
         "action": action.action,
         "detail": action.detail,
         "backup_ref": action.backup_ref,
         "command": action.command,
-        "notes": item.notes,
     }
 
 
@@ -59,7 +51,7 @@ def update_json(report: UpdateReport) -> dict[str, Any]:
             "patches": [patch_json(r) for r in report.preview.results],
         },
         "upstream": None if upstream is None else {**asdict(upstream), "ok": upstream.ok},
-        "leftovers": [leftover_json(a) for a in report.leftovers],
+        "leftovers": [leftover_action_json(a) for a in report.leftovers],
         "patches": [patch_json(r) for r in report.patch_results],
         "restore": None if report.restore is None else asdict(report.restore),
         "smoke": asdict(report.smoke),
