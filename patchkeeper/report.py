@@ -78,9 +78,12 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
     click.echo(json.dumps(document, indent=2, default=str))
 
 
-def patch_lines(result: PatchResult, *, width: int = 24, indent: str = "  ") -> list[str]:
+def patch_lines(
+    result: PatchResult, *, width: int = 24, indent: str = "  ", colour: bool = True
+) -> list[str]:
     """The lines that say how one patch stands: outcome, detail, offsets, failed hunks."""
-    head = f"{indent}{result.name:<{width}} {outcome_word(result.outcome)}"
+    word = outcome_word(result.outcome) if colour else result.outcome
+    head = f"{indent}{result.name:<{width}} {word}"
     if result.detail:
         head += f"  ({result.detail})"
     lines = [head]

@@ -175,3 +175,22 @@ def test_a_mistyped_update_option_is_refused_not_passed_on(sandbox: Sandbox) -> 
     )  # fmt: skip
     assert proc.returncode == 2 and "No such option '--previw'" in proc.stderr
     assert tree_snapshot(sandbox.install) == before
+
+
+def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    sandbox.fetch_tags()
+    junit = tmp_path / "patchkeeper.xml"
+    code, _ = pk(sandbox, "check", "--ref", "v0.22.2", "--ref", "v0.23.0", "--junit", str(junit))
+    assert code == 3
+    suites = ET.parse(junit).getroot().findall("testsuite")
+    assert [(s.get("tests"), s.get("failures"), s.get("skipped")) for s in suites] == [
+        ("2", "1", "0"),
+        ("2", "0", "1"),
+    ]
+    failure = suites[0].find("testcase[@name='schema-once']/failure")
+    assert failure is not None and failure.get("type") == "conflict"
+    assert "expected '        initialize=_initialize_schema,'" in (failure.text or "")
+    assert "\x1b[" not in junit.read_text()  # never colour in a file
+    assert suites[1].find("testcase[@name='adoption-retry']/skipped") is not None

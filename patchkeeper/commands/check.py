@@ -41,11 +41,22 @@ def render_table(reports: list[RefReport]) -> None:
 
 @click.command("check")
 @click.option("--ref", "refs", multiple=True, required=True, help="A ref to check (repeatable).")
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the results as JUnit XML to this file, for CI.",
+)
 @install_option
 @patches_option
 @json_option
 def command(
-    refs: tuple[str, ...], install_path: Path | None, patches_dir: Path | None, as_json: bool
+    refs: tuple[str, ...],
+    junit_path: Path | None,
+    install_path: Path | None,
+    patches_dir: Path | None,
+    as_json: bool,
 ) -> int:
     """Show the outcome of every patch against each REF, touching nothing.
 
@@ -55,12 +66,17 @@ def command(
     \b
     Example:
       patchkeeper check --ref v0.22.0 --ref origin/main --json
+      patchkeeper check --ref "$NEW_TAG" --junit patchkeeper.xml    # in CI
     """
     workspace = open_workspace(install_path, patches_dir)
     reports = check_refs(workspace.install.path, workspace.patch_set, refs)
     code = tree_exit_code(
         [r for report in reports for r in report.results], pending_needs_attention=False
     )
+    if junit_path is not None:
+        from patchkeeper.junit import write_junit
+
+        write_junit(reports, junit_path)
     if as_json:
         emit_json(
             "check",
