@@ -122,3 +122,16 @@ def tree_snapshot(repo: Path) -> dict[str, bytes]:
         if not relative.startswith(".git/") or relative.startswith(".git/patchkeeper/"):
             snapshot[relative] = path.read_bytes()
     return snapshot
+
+
+def bare_hermes_update(sandbox: Any) -> str:
+    """The sandbox's own `hermes update`, as an operator without patchkeeper runs it."""
+    proc = subprocess.run(
+        ["./hermes", "update", "--yes"],
+        cwd=sandbox.install,
+        env=sandbox.hermes_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from patchkeeper.demo.sandbox import TAGS, Sandbox
-from tests.helpers import git, outcomes, run_cli, run_json, tree_snapshot
+from tests.helpers import bare_hermes_update, git, outcomes, run_cli, run_json, tree_snapshot
 
 EXPECTED = {
     "v0.21.5": {"adoption-retry": "applied", "schema-once": "applied"},
@@ -123,15 +123,7 @@ def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> No
     """Records made on the old HEAD say nothing about the new tree: no false `drifted`."""
     assert pk(sandbox, "apply")[0] == 0
     sandbox.publish("v0.23.0")
-    proc = subprocess.run(
-        ["./hermes", "update", "--yes"],
-        cwd=sandbox.install,
-        env=sandbox.hermes_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "parked" in proc.stdout
+    assert "parked" in bare_hermes_update(sandbox)
     sandbox.fetch_tags()
     code, doc = pk(sandbox, "status")
     assert code == 5

@@ -16,7 +16,7 @@ import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.journal import PHASES
-from tests.helpers import GIT_ID, git
+from tests.helpers import GIT_ID, bare_hermes_update, git
 
 USER_README = "\nA note the operator keeps locally.\n"
 USER_FILE = "local-notes.txt"
@@ -57,19 +57,6 @@ def pk_json(box: Sandbox, name: str, *args: str | Path, **kw: Any) -> tuple[int,
 
 def outcomes_of(document: dict[str, Any]) -> dict[str, str]:
     return {p["name"]: p["outcome"] for p in document["patches"]}
-
-
-def hermes_update(box: Sandbox) -> str:
-    """The bare upstream updater, as an operator without patchkeeper runs it."""
-    proc = subprocess.run(
-        ["./hermes", "update", "--yes"],
-        cwd=box.install,
-        env=box.hermes_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return proc.stdout
 
 
 def with_user_edits(box: Sandbox) -> None:
@@ -189,7 +176,7 @@ def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> 
 def test_update_heals_a_stash_parked_by_a_bare_hermes_update(box: Sandbox) -> None:
     applied(box)
     box.publish("v0.23.0")
-    assert "parked" in hermes_update(box)
+    assert "parked" in bare_hermes_update(box)
     parked = git(box.install, "rev-parse", "refs/stash")
     box.fetch_tags()
     assert pk(box, "status").returncode != 0
