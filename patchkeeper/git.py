@@ -70,7 +70,3 @@ def rev_parse(cwd: Path, rev: str) -> str | None:
     """The full object name of REV, or None when it does not resolve."""
     proc = run(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], cwd, check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
-
-
-def hash_object(cwd: Path, data: bytes) -> str:
-    return out(["hash-object", "-w", "--stdin"], cwd, stdin=data)

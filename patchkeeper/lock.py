@@ -160,14 +160,6 @@ def _read_record(path: Path, tries: int = _READ_TRIES) -> tuple[Owner | None, st
     return None, problem
 
 
-def read_owner(path: Path) -> Owner | None:
-    """The owner recorded in the lock file at PATH; None if none is recorded or it is unreadable.
-
-    The record only describes an owner: whether the lock is held is flock's answer alone.
-    """
-    return _read_record(path)[0]
-
-
 class InstallLock:
     def __init__(self, state_dir: Path, command: str) -> None:
         self.path = state_dir / LOCK_NAME

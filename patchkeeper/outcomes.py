@@ -14,10 +14,6 @@ CONFLICT = "conflict"
 INVALID = "invalid"
 DRIFTED = "drifted"  # status only: applied by patchkeeper, edited by hand since
 
-OUTCOMES = (
-    APPLIED, APPLIED_OFFSET, MERGED_3WAY, ALREADY_APPLIED, UPSTREAM_HAS_IT,
-    NOT_APPLICABLE, CONFLICT, INVALID, DRIFTED,
-)  # fmt: skip
 WRITES = (APPLIED, APPLIED_OFFSET, MERGED_3WAY)  # outcomes that change the target
 IN_PLACE = (ALREADY_APPLIED, UPSTREAM_HAS_IT, NOT_APPLICABLE)  # nothing left to do
 FAILED = (CONFLICT, INVALID)
