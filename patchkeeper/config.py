@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ def _str_list(path: Path, key: str, value: Any, *, allow_empty: bool = True) -> 
 
 
 def _seconds(path: Path, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
         raise UserError(f"{path}: {key} must be a positive number of seconds")
     return float(value)
 

@@ -251,3 +251,17 @@ def test_a_damaged_update_journal_is_one_line_not_a_traceback(repo: Path, tmp_pa
         assert proc.returncode == 2, (command, proc.stderr)
         assert proc.stderr.startswith(f"patchkeeper: error: {journal}: the update journal")
         assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0"])
+def test_a_timeout_that_could_never_expire_is_refused(
+    value: str, repo: Path, tmp_path: Path
+) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    before = tree_snapshot(repo)
+    proc = run_cli("update", "--timeout", value, "--install", repo, "--patches", patches)
+    assert proc.returncode == 2 and "finite number of seconds" in proc.stderr
+    (patches / "patchkeeper.toml").write_text(f"[update]\ntimeout = {value}\n")
+    proc = run_cli("update", "--install", repo, "--patches", patches)
+    assert proc.returncode == 2 and "update.timeout must be a positive number" in proc.stderr
+    assert tree_snapshot(repo) == before

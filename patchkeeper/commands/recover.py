@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from patchkeeper.commands.common import (
+    Seconds,
     install_option,
     json_option,
     open_workspace,
@@ -36,7 +37,7 @@ def meaning(direction: str, code: int) -> str:
 @click.command("recover")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(zero_ok=False),
     default=None,
     help="Seconds each post-apply command may run when the update is finished.",
 )

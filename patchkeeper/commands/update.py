@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from patchkeeper.commands.common import (
+    Seconds,
     install_option,
     json_option,
     open_workspace,
@@ -120,7 +121,7 @@ def render_update(report: UpdateReport) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(zero_ok=False),
     default=None,
     help="Seconds the upstream command may run (default: [update] timeout, else 3600).",
 )
