@@ -13,10 +13,11 @@ import os
 import re
 from pathlib import Path
 
+from patchkeeper.engine import split_hunks
 from patchkeeper.errors import UserError
 from patchkeeper.install import Install
 from patchkeeper.patchset import PatchSet, parse_patch_file, unsafe_path
-from patchkeeper.scratch import scratch_index, tree_diff
+from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
 
@@ -32,20 +33,33 @@ def minor_series(version: VersionInfo) -> str | None:
 
 
 def _diff_for(install: Install, patch_set: PatchSet, name: str, paths: list[str]) -> bytes:
+    if install.head() is None:
+        raise UserError(f"{install.path}: HEAD does not name a commit yet")
     records = load_applied(install.state_dir)
     order = [p.name for p in patch_set.patches]
     position = order.index(name) if name in order else len(order)
+    diffs = {other: written_diff(install.state_dir, records[other]) for other in records}
     before = [n for n in order[:position] if n in records]
     after = [n for n in order[position + 1 :] if n in records]
+    # Other patches touch other files too: load all of them, so their diffs apply whole.
+    touched = set(paths) | {p for n in before + after for p, _, _ in split_hunks(diffs[n])}
     with scratch_index(install.path) as index:
-        index.load_ref("HEAD", paths)
+        index.load_ref("HEAD", touched)
         for other in before:
-            index.apply(written_diff(install.state_dir, records[other]))
+            _must_apply(index, diffs[other], other)
         base = index.write_tree()
-        index.load_worktree(paths)
+        index.load_worktree(touched)
         for other in reversed(after):
-            index.apply(written_diff(install.state_dir, records[other]), "--reverse")
-        return tree_diff(install.path, base, index.write_tree())
+            _must_apply(index, diffs[other], other, "--reverse")
+        return tree_diff(install.path, base, index.write_tree(), paths)
+
+
+def _must_apply(index: ScratchIndex, diff: bytes, name: str, *flags: str) -> None:
+    if index.apply(diff, *flags).returncode != 0:
+        raise UserError(
+            f"{name}: what patchkeeper wrote for it is no longer in the tree as recorded "
+            "(see `patchkeeper status`); settle that first"
+        )
 
 
 def _record_applied(install: Install, name: str, variant: str, text: bytes, diff: bytes) -> None:
@@ -79,6 +93,8 @@ def record_patch(
     for path in paths:
         if reason := unsafe_path(path):
             raise UserError(f"{path!r}: {reason}")
+        if (install.path / path).is_dir():
+            raise UserError(f"{install.path / path}: a directory; name the files to record")
     diff = _diff_for(install, patch_set, name, list(paths))
     if not diff:
         raise UserError(f"{install.path}: no changes to {', '.join(paths)} against HEAD")

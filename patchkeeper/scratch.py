@@ -88,6 +88,8 @@ def scratch_index(repo: Path) -> Iterator[ScratchIndex]:
         yield ScratchIndex(repo, Path(tmp) / "index")
 
 
-def tree_diff(repo: Path, old: str, new: str) -> bytes:
-    """The exact diff between two (partial) trees, with full blob ids for later 3-way use."""
-    return git.run(["diff", "--binary", "--full-index", old, new], repo).stdout
+def tree_diff(repo: Path, old: str, new: str, paths: Iterable[str] = ()) -> bytes:
+    """The exact diff between two (partial) trees, with full blob ids for later 3-way use;
+    limited to PATHS when given."""
+    limit = ["--", *paths] if paths else []
+    return git.run(["diff", "--binary", "--full-index", old, new, *limit], repo).stdout

@@ -8,6 +8,7 @@ from pathlib import Path
 from tests.helpers import (
     commit_files,
     diff_of,
+    git,
     make_repo,
     outcomes,
     patch_text,
@@ -92,3 +93,34 @@ def test_record_refuses_a_message_that_would_forge_headers(tmp_path: Path) -> No
     assert proc.returncode == 2 and "must be one non-empty line" in proc.stderr
     assert sorted(p.name for p in patches.iterdir()) == ["series"]
     assert run_cli("lint", "--patches", patches).returncode == 0
+
+
+def test_record_after_a_patch_that_adds_a_file_keeps_that_file_out(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    adds = patch_text(diff_of(repo, {"docs/new.md": "new\n"}))
+    patches = write_patch_set(tmp_path / "ps", {"adds.patch": adds})
+    assert run_cli("apply", "--install", repo, "--patches", patches).returncode == 0
+    (repo / "app.py").write_text(LINES + "mine\n")
+    args = ("--install", repo, "--patches", patches)
+    assert run_cli("record", "mine", "--path", "app.py", "-m", "m", *args).returncode == 0
+    text = (patches / "mine.patch").read_text()
+    assert "docs/new.md" not in text and "+mine" in text
+    code, doc = run_json("status", *args)
+    assert (code, outcomes(doc)) == (0, {"adds": "already-applied", "mine": "already-applied"})
+
+
+def test_record_refuses_a_directory_and_an_empty_repository(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "up", {"pkg/app.py": LINES}, tag="v1.0.0")
+    patches = write_patch_set(tmp_path / "ps", {})
+    (repo / "pkg/app.py").write_text(LINES + "mine\n")
+    args = ("-m", "m", "--install", repo, "--patches", patches)
+    proc = run_cli("record", "mine", "--path", "pkg", *args)
+    assert proc.returncode == 2 and "a directory; name the files" in proc.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    (empty / "a.py").write_text("x\n")
+    proc = run_cli("record", "mine", "--path", "a.py", "-m", "m", "--install", empty,
+                   "--patches", patches)  # fmt: skip
+    assert proc.returncode == 2 and "HEAD does not name a commit yet" in proc.stderr
+    assert sorted(p.name for p in patches.iterdir()) == ["series"]
