@@ -18,7 +18,14 @@ from packaging.version import Version
 from patchkeeper import outcomes as oc
 from patchkeeper.git import GitError
 from patchkeeper.outcomes import HunkConflict, HunkOffset, Mismatch, PatchResult
-from patchkeeper.patchset import Patch, PatchFile, PatchSet, spec_contains
+from patchkeeper.patchset import (
+    Patch,
+    PatchFile,
+    PatchSet,
+    diff_path,
+    git_line_paths,
+    spec_contains,
+)
 from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
 
 _CHECKING_RE = re.compile(r"^Checking patch (.+)\.\.\.$")
@@ -80,6 +87,12 @@ def failed_files(stderr: bytes) -> list[str]:
     return files
 
 
+def _lines_with_ends(data: bytes) -> list[bytes]:
+    """Lines split on "\\n" only: a lone "\\r" (or CRLF) is content, not a break."""
+    parts = data.split(b"\n")
+    return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
     """(path, file header, hunks) per file section of a git diff, raw bytes kept."""
     sections: list[tuple[str, bytes, list[bytes]]] = []
@@ -91,18 +104,21 @@ def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
         if header:
             sections.append((path, b"".join(header), [b"".join(h) for h in hunks]))
 
-    for line in diff.splitlines(keepends=True):
+    for line in _lines_with_ends(diff):
+        text = line.decode(errors="surrogateescape").rstrip("\r\n")
         if line.startswith(b"diff --git "):
             flush()
-            header, hunks, path = [line], [], ""
+            header, hunks = [line], []
+            path = git_line_paths(text[len("diff --git ") :])[-1]
         elif line.startswith(b"@@"):
             hunks.append([line])
         elif hunks:
             hunks[-1].append(line)
         else:
             header.append(line)
-            if line.startswith((b"+++ b/", b"--- a/")) and not path:
-                path = line[6:].decode(errors="replace").rstrip("\n").split("\t")[0]
+            named = diff_path(text[4:].split("\t")[0]) if text[:4] in ("+++ ", "--- ") else ""
+            if named and named != "/dev/null" and (text.startswith("+++") or not path):
+                path = named
     flush()
     return sections
 

@@ -238,30 +238,67 @@ def _diff_paths(path: Path, body: list[str], first_line: int) -> tuple[list[str]
     if not parsed:
         return [], [Problem(path, first_line, "no diff found")]
     paths: list[tuple[int, str]] = []
+    in_header = False  # hunk lines can look like headers ("--- x" is a removed "-- x")
     for offset, line in enumerate(body):
         if line.startswith("diff --git "):
-            for token in line[len("diff --git ") :].split(" "):
-                paths.append((offset, _strip_prefix(token)))
-        elif line.startswith(("--- ", "+++ ")):
-            paths.append((offset, _strip_prefix(line[4:].split("\t")[0])))
-        elif match := _DIFF_PATH_RE.match(line):
-            paths.append((offset, match.group(1)))
+            in_header = True
+            paths += [(offset, p) for p in git_line_paths(line[len("diff --git ") :])]
+        elif line.startswith("@@"):
+            in_header = False
+        elif in_header and line.startswith(("--- ", "+++ ")):
+            paths.append((offset, diff_path(line[4:].split("\t")[0])))
+        elif in_header and (match := _DIFF_PATH_RE.match(line)):
+            paths.append((offset, unquote(match.group(1))))
     touched: list[str] = []
     for offset, target in paths:
-        unsafe = unsafe_path(target.strip('"'))
+        unsafe = unsafe_path(target)
         if unsafe:
             problems.append(Problem(path, first_line + offset, f"{target!r}: {unsafe}"))
     for patched in parsed:
         for name in {patched.source_file, patched.target_file}:
-            clean = _strip_prefix(name)
+            clean = diff_path(name)
             if clean != "/dev/null" and clean not in touched:
                 touched.append(clean)
     return touched, problems
 
 
-def _strip_prefix(token: str) -> str:
-    token = token.strip().strip('"')
+def diff_path(token: str) -> str:
+    """A path as a diff header names it (maybe quoted, with an a/ or b/ prefix) -> the path."""
+    token = unquote(token.strip())
     return token[2:] if token.startswith(("a/", "b/")) else token
+
+
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote(token: str) -> str:
+    """A path as git quotes it (`"d\\303\\266cs"`: C escapes, octal UTF-8 bytes) -> the path."""
+    if len(token) < 2 or token[0] != '"' or token[-1] != '"':
+        return token
+    body, raw, index = token[1:-1], bytearray(), 0
+    while index < len(body):
+        char = body[index]
+        if char == "\\" and body[index + 1 : index + 4].isdigit():
+            raw.append(int(body[index + 1 : index + 4], 8))
+            index += 4
+        elif char == "\\" and index + 1 < len(body) and body[index + 1] in _C_ESCAPES:
+            raw.append(_C_ESCAPES[body[index + 1]])
+            index += 2
+        else:
+            raw += char.encode()
+            index += 1
+    return raw.decode("utf-8", errors="surrogateescape")
+
+
+def git_line_paths(rest: str) -> list[str]:
+    """The two paths of a `diff --git` line; either may be quoted, and may hold spaces."""
+    quoted = re.findall(r'"(?:[^"\\]|\\.)*"', rest)
+    if len(quoted) == 2:
+        return [diff_path(token) for token in quoted]
+    half = (len(rest) - 1) // 2  # unquoted "a/X b/X": the same X twice, split in the middle
+    if len(rest) % 2 == 1 and rest[half] == " " and rest[2:half] == rest[half + 3 :]:
+        return [diff_path(rest[:half]), diff_path(rest[half + 1 :])]
+    return [diff_path(token) for token in rest.split(" ")]
 
 
 def _specifier(

@@ -310,3 +310,21 @@ def test_patch_bytes_survive_as_written(name: str, content: bytes, tmp_path: Pat
     code, doc = run_json("apply", "--install", repo, "--patches", patches)
     assert (code, outcomes(doc)) == (0, {"fix": "applied"})
     assert (repo / name).read_bytes() == changed
+
+
+def test_quoted_paths_with_spaces_and_non_ascii_round_trip(tmp_path: Path) -> None:
+    """git quotes such paths in diffs (`"a/d\\303\\266cs"`); they are the same files."""
+    name = "döcs dir/nöte ü.md"
+    repo = make_repo(tmp_path / "up", {name: LINES, "sp ace.txt": LINES}, tag="v1.0.0")
+    edits = {name: replace(LINES, "line 5\n", "line 5 fixed\n"), "sp ace.txt": LINES + "x\n"}
+    diff = diff_of(repo, edits)
+    assert '"a/d\\303\\266cs dir/n\\303\\266te \\303\\274.md"' in diff
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    args = ("--install", repo, "--patches", patches)
+    code, doc = run_json("apply", *args)
+    assert (code, outcomes(doc)) == (0, {"fix": "applied"})
+    assert (repo / name).read_text() == edits[name]
+    code, doc = run_json("status", *args)
+    assert (code, outcomes(doc)) == (0, {"fix": "already-applied"})
+    assert run_cli("unapply", *args).returncode == 0
+    assert (repo / name).read_text() == LINES and (repo / "sp ace.txt").read_text() == LINES
