@@ -77,8 +77,16 @@ def _group_members(pgid: int) -> list[int]:
     return sorted(members)
 
 
+def _command_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _check_upstream(journal: jr.Journal) -> list[str]:
-    """Refuse (busy) while the upstream command runs; name what it left in its group."""
+    """Refuse (busy) while the upstream command runs, or a git it started still does; name
+    whatever else it left in its group (a daemon must not keep recover busy forever)."""
     pgid = journal.upstream_pgid
     running = journal.phase == jr.UPSTREAM_PHASE and journal.upstream_exit is None
     if not (running and pgid):
@@ -92,6 +100,14 @@ def _check_upstream(journal: jr.Journal) -> list[str]:
     if not group_alive(pgid):
         return []
     members = _group_members(pgid)
+    gits = [pid for pid in members if _command_name(pid) == "git"]
+    if gits:  # e.g. the updater was OOM-killed mid `git pull`: its git may still move HEAD
+        raise BusyError(
+            f"the upstream command of update {journal.id} has ended, but git (pids "
+            f"{', '.join(map(str, gits))}) of its process group {pgid} still runs and may still "
+            f"change the install; wait for it to end (or stop it: `kill -- -{pgid}`), then run "
+            "`patchkeeper recover`"
+        )
     who = f"pids {', '.join(map(str, members))}" if members else "some processes"
     return [
         f"the upstream command (pid {pgid}) has ended, but {who} of its process group {pgid} "

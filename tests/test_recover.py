@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -169,13 +171,21 @@ def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, t
     assert set(assert_truthful_status(box).values()) == {"present"}
 
 
+@pytest.mark.parametrize("helper_name", ["sleep", "git"])
 def test_a_helper_left_in_the_updaters_group_does_not_keep_recover_busy(
-    box: Sandbox, tmp_path
+    box: Sandbox, tmp_path: Path, helper_name: str
 ) -> None:
-    """The updater (the group's leader) has ended; a helper it started in its group runs on."""
+    """The updater (the group's leader) has ended; a helper it started in its group runs on.
+
+    A daemon is named and left alone; a git (here a copy of `sleep` named git) may still be
+    changing the install, so recover stays busy until it ends.
+    """
     gate, helper_file = tmp_path / "gate", tmp_path / "helper.pid"
+    helper_bin = tmp_path / "bin" / helper_name
+    helper_bin.parent.mkdir()
+    shutil.copy2(shutil.which("sleep") or "/bin/sleep", helper_bin)
     script = (
-        f"sleep 300 & echo $! > {helper_file}; "
+        f"{helper_bin} 300 & echo $! > {helper_file}; "
         f"while [ ! -e {gate} ]; do sleep 0.05; done; exec ./hermes update --yes"
     )
     set_command(box, ["sh", "-c", script])
@@ -197,6 +207,11 @@ def test_a_helper_left_in_the_updaters_group_does_not_keep_recover_busy(
         gate.touch()
         _wait_for(lambda: process_start_time(pgid) is None)  # the leader has ended...
         assert group_alive(pgid) and os.getpgid(helper) == pgid  # ...its helper has not
+        if helper_name == "git":
+            busy = pk(box, "recover")
+            assert busy.returncode == 6 and f"git (pids {helper})" in busy.stderr
+            assert journal_file(box).exists()  # nothing decided yet
+            return
 
         code, doc = pk_json(box, "recover")
         assert (code, doc["direction"]) == (0, "new"), doc
