@@ -25,7 +25,7 @@ class RefReport:
 def check_ref(repo: Path, patch_set: PatchSet, ref: str) -> RefReport:
     commit = git.rev_parse(repo, ref)
     if commit is None:
-        raise UserError(f"{repo}: {ref!r} is not a commit here (fetch it first?)")
+        raise UserError(f"{repo}: {ref!r} names no commit here (a typo, or not fetched yet?)")
     version = version_of_ref(repo, commit)
 
     def load(index: ScratchIndex, paths: set[str]) -> None:

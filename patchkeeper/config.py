@@ -56,10 +56,12 @@ def _resolve(base: Path, value: str) -> Path:
 def load_settings(patch_dir: Path) -> Settings:
     """Read PATCH_DIR/patchkeeper.toml; a missing file means all defaults."""
     path = patch_dir / CONFIG_NAME
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return Settings(source=None, install_path=Path(DEFAULT_INSTALL).expanduser())
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:  # a folder, a broken link, no permission: never silently defaults
+        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid UTF-8") from None
     except tomllib.TOMLDecodeError as exc:

@@ -103,7 +103,11 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
     problems: list[Problem] = []
     if not path.is_file():
         return [], [Problem(path, 1, "missing series file")]
-    text, problem = _decode(path, path.read_bytes())
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [], [Problem(path, 1, f"cannot read ({exc.strerror or exc})")]
+    text, problem = _decode(path, data)
     if problem:
         return [], [problem]
     entries: list[tuple[int, str]] = []
@@ -317,7 +321,10 @@ def _specifier(
 
 
 def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, [Problem(path, 1, f"cannot read ({exc.strerror or exc})")]
     text, problem = _decode(path, data)
     if problem:
         return None, [problem]

@@ -228,7 +228,7 @@ def test_repo_in_the_middle_of_an_operation(operation: str, repo: Path, tmp_path
 def test_unknown_ref_for_check(repo: Path, tmp_path: Path) -> None:
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
     proc = run_cli("check", "--install", repo, "--patches", patches, "--ref", "v9.9.9")
-    assert proc.returncode == 2 and "'v9.9.9' is not a commit here" in proc.stderr
+    assert proc.returncode == 2 and "'v9.9.9' names no commit here" in proc.stderr
 
 
 def test_json_callers_get_an_error_document(tmp_path: Path) -> None:
@@ -265,3 +265,19 @@ def test_a_timeout_that_could_never_expire_is_refused(
     proc = run_cli("update", "--install", repo, "--patches", patches)
     assert proc.returncode == 2 and "update.timeout must be a positive number" in proc.stderr
     assert tree_snapshot(repo) == before
+
+
+def test_a_config_that_is_not_a_readable_file_is_an_error(repo: Path, tmp_path: Path) -> None:
+    """Never silently fall back to defaults (another install, another update command)."""
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    (patches / "patchkeeper.toml").mkdir()
+    proc = run_cli("status", "--install", repo, "--patches", patches)
+    assert proc.returncode == 2 and "patchkeeper.toml: cannot read" in proc.stderr
+
+
+def test_junit_into_a_missing_folder_fails_before_any_work(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    target = tmp_path / "nowhere" / "x.xml"
+    proc = run_cli("check", "--ref", "HEAD", "--junit", target, "--install", repo,
+                   "--patches", patches)  # fmt: skip
+    assert proc.returncode == 2 and "no such folder for --junit" in proc.stderr

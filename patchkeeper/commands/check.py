@@ -8,6 +8,7 @@ import click
 
 from patchkeeper.checking import RefReport, check_refs
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.errors import UserError
 from patchkeeper.report import emit_json, outcome_word, patch_json, patch_lines
 from patchkeeper.verdict import tree_exit_code
 
@@ -68,6 +69,8 @@ def command(
       patchkeeper check --ref v0.22.0 --ref origin/main --json
       patchkeeper check --ref "$NEW_TAG" --junit patchkeeper.xml    # in CI
     """
+    if junit_path is not None and not junit_path.parent.is_dir():
+        raise UserError(f"{junit_path.parent}: no such folder for --junit")
     workspace = open_workspace(install_path, patches_dir)
     reports = check_refs(workspace.install.path, workspace.patch_set, refs)
     code = tree_exit_code(
