@@ -145,6 +145,8 @@ def test_writing_commands_refuse_while_an_update_is_unfinished(sandbox: Sandbox)
     )  # fmt: skip
     assert killed.returncode == -9
 
+    code, doc = pk(sandbox, "status")
+    assert code == 5 and "run `patchkeeper recover`" in doc["notes"][0]
     before = tree_snapshot(sandbox.install)
     for command in (("apply",), ("unapply",), ("refresh", "schema-once")):
         proc = run_cli(*command, "--install", sandbox.install, "--patches", sandbox.patches)

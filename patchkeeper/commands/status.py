@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from patchkeeper import exitcodes
+from patchkeeper import journal as jr
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.leftovers import find_leftovers, note_leftovers
 from patchkeeper.patching import TreeReport, worktree_status
@@ -61,6 +62,12 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     leftovers = find_leftovers(workspace.install, workspace.patch_set)
     note_leftovers(report.results, leftovers)
     report.notes += [f"leftover {item.summary()}" for item in leftovers]
+    if (unfinished := jr.load(workspace.install.state_dir)) is not None:
+        report.notes.insert(
+            0,
+            f"update {unfinished.id} stopped in phase {unfinished.phase_label}: "
+            "the tree is between versions; run `patchkeeper recover`",
+        )
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
         code = exitcodes.worst(code, exitcodes.ATTENTION)
