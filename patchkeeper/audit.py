@@ -223,6 +223,8 @@ def resolve_home(home: Path, profile: str | None) -> Path:
     home = home.expanduser()
     if not profile:
         return home
+    if "/" in profile or "\\" in profile or profile in (".", ".."):
+        raise UserError(f"{profile!r}: a profile is a name, not a path")
     target = home / "profiles" / profile
     if home.is_dir() and not target.is_dir():
         raise UserError(f"{target}: profile {profile!r} does not exist")

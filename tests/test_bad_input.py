@@ -281,3 +281,13 @@ def test_junit_into_a_missing_folder_fails_before_any_work(repo: Path, tmp_path:
     proc = run_cli("check", "--ref", "HEAD", "--junit", target, "--install", repo,
                    "--patches", patches)  # fmt: skip
     assert proc.returncode == 2 and "no such folder for --junit" in proc.stderr
+
+
+def test_small_usage_mistakes_are_refused(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    proc = run_cli("leftovers", "list", "extra", "--install", repo, "--patches", patches)
+    assert proc.returncode == 2 and "takes no ID" in proc.stderr
+    home = tmp_path / "home"
+    (home / "profiles").mkdir(parents=True)
+    proc = run_cli("audit", "--home", home, "--profile", "..")
+    assert proc.returncode == 2 and "a profile is a name, not a path" in proc.stderr

@@ -146,6 +146,8 @@ def command(
     """
     workspace = open_workspace(install_path, patches_dir)
     if action == "list":
+        if leftover_id is not None:
+            raise UserError(f"`patchkeeper leftovers list` takes no ID (got {leftover_id!r})")
         return list_leftovers(workspace, as_json)
     if leftover_id is None:
         raise UserError(
