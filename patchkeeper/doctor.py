@@ -64,11 +64,12 @@ class _Context:
 def install_finding(install: Install, settings: Settings) -> Finding:
     version = install_version(install, settings)
     head = install.head()
-    return Finding(
-        "install",
-        True,
-        f"{install.path} (version {version}, HEAD {head[:12] if head else 'none'})",
-    )
+    summary = f"{install.path} (version {version}, HEAD {head[:12] if head else 'none'})"
+    if head is None:
+        return Finding("install", False, f"{summary}: no commit checked out")
+    if version.version is None:  # variants cannot be chosen: never "safe"
+        return Finding("install", False, f"{summary}: the version is unknown")
+    return Finding("install", True, summary)
 
 
 def interpreter_finding(install: Install, settings: Settings) -> Finding:

@@ -318,3 +318,13 @@ def test_the_interpreter_probe_leaves_no_helper_behind(
     _, findings = diagnosed(doctor_sandbox)
     assert findings["interpreter"].summary == f"{fake} (Python 3.14.0)"
     assert gone_soon(int(pidfile.read_text()))
+
+
+def test_an_install_whose_version_is_unknown_is_not_ok(sandbox: Sandbox) -> None:
+    for tag in git(sandbox.install, "tag", "--list").split():
+        git(sandbox.install, "tag", "-d", tag)
+    report, findings = diagnosed(sandbox)
+    assert not findings["install"].ok and findings["install"].summary.endswith(
+        "the version is unknown"
+    )
+    assert report.exit_code == 5
