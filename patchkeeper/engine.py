@@ -43,7 +43,6 @@ class Classification:
     """Every patch's result plus the scratch trees before and after (for the writer)."""
 
     repo: Path
-
     results: list[PatchResult]
     start_tree: str
     final_tree: str
