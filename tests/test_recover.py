@@ -141,10 +141,8 @@ def _wait_for(predicate, seconds: float = 20.0) -> None:
         time.sleep(0.05)
 
 
-def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, tmp_path) -> None:
-    gate = tmp_path / "gate"
-    set_command(box, ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; "
-                      "exec ./hermes update --yes"])  # fmt: skip
+def _start_update(box: Sandbox) -> subprocess.Popen[bytes]:
+    """`patchkeeper update` in the background, returned once its updater has started."""
     update = subprocess.Popen(
         [sys.executable, "-m", "patchkeeper", "update", "--patches", str(box.patches)],
         env={**box.hermes_env(), **GIT_ID},
@@ -153,6 +151,15 @@ def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, t
     )
     journal = journal_file(box)
     _wait_for(lambda: journal.exists() and json.loads(journal.read_text())["upstream_pgid"])
+    return update
+
+
+def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, tmp_path) -> None:
+    gate = tmp_path / "gate"
+    set_command(box, ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; "
+                      "exec ./hermes update --yes"])  # fmt: skip
+    update = _start_update(box)
+    journal = journal_file(box)
     pgid = json.loads(journal.read_text())["upstream_pgid"]
     os.kill(update.pid, signal.SIGKILL)  # patchkeeper dies; its upstream command does not
     update.wait()
@@ -189,14 +196,8 @@ def test_a_helper_left_in_the_updaters_group_does_not_keep_recover_busy(
         f"while [ ! -e {gate} ]; do sleep 0.05; done; exec ./hermes update --yes"
     )
     set_command(box, ["sh", "-c", script])
-    update = subprocess.Popen(
-        [sys.executable, "-m", "patchkeeper", "update", "--patches", str(box.patches)],
-        env={**box.hermes_env(), **GIT_ID},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    update = _start_update(box)
     journal = journal_file(box)
-    _wait_for(lambda: journal.exists() and json.loads(journal.read_text())["upstream_pgid"])
     _wait_for(lambda: helper_file.exists() and helper_file.read_text().strip())
     recorded = json.loads(journal.read_text())
     pgid, helper = recorded["upstream_pgid"], int(helper_file.read_text())
