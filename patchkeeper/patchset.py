@@ -27,7 +27,7 @@ DEP3_FIELDS = {
     "description", "subject", "origin", "bug", "forwarded", "author", "from", "reviewed-by",
     "acked-by", "last-update", "applied-upstream",
 }  # fmt: skip
-OUR_FIELDS = {"applies-to", "upstream-fixed-in", "base", "smoke"}
+OUR_FIELDS = {"applies-to", "upstream-fixed-in", "upstream-has", "base", "smoke"}
 MAIL_FIELDS = {
     "from", "date", "subject", "mime-version", "content-type", "content-transfer-encoding",
     "message-id", "in-reply-to", "references",
@@ -36,6 +36,17 @@ _FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]?(.*)$")
 _MBOX_RE = re.compile(r"^From [0-9a-f]{40} ")
 _SUBJECT_TAG_RE = re.compile(r"^\[[^]]*PATCH[^]]*\]\s*")
 _DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+
+
+@dataclass(frozen=True)
+class ContentCondition:
+    """One `Upstream-Has:` condition: upstream's file PATH contains the literal TEXT."""
+
+    path: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path} contains {self.text!r}"
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,7 @@ class PatchFile:
     upstream_fixed_in: SpecifierSet | None
     smoke: tuple[str, ...]
     sha256: str
+    upstream_has: tuple[ContentCondition, ...] = ()  # all must hold upstream: it has the fix
 
     @property
     def description(self) -> str:
@@ -305,12 +317,17 @@ def git_line_paths(rest: str) -> list[str]:
     return [diff_path(token) for token in rest.split(" ")]
 
 
+def _field_line(lines: list[str], key: str) -> int:
+    """The line number of field KEY in the header (its first line, for a folded field)."""
+    return next((i + 1 for i, text in enumerate(lines) if text.lower().startswith(key + ":")), 1)
+
+
 def _specifier(
     path: Path, fields: dict[str, str], key: str, lines: list[str]
 ) -> tuple[SpecifierSet | None, Problem | None]:
     if key not in fields:
         return None, None
-    line = next((i + 1 for i, text in enumerate(lines) if text.lower().startswith(key + ":")), 1)
+    line = _field_line(lines, key)
     try:
         spec = SpecifierSet(fields[key])
     except InvalidSpecifier:
@@ -318,6 +335,44 @@ def _specifier(
     if not str(spec):
         return None, Problem(path, line, f"empty specifier set in {key}")
     return spec, None
+
+
+def _condition(entry: str) -> tuple[ContentCondition | None, str | None]:
+    """`PATH: TEXT` -> a condition, or why ENTRY is not one."""
+    target, separator, text = entry.partition(": ")
+    if not separator and entry.endswith(":"):
+        target = entry[:-1]
+    elif not separator:
+        return None, f"Upstream-Has condition {entry!r} is not 'PATH: TEXT'"
+    unsafe = "absolute path" if target.startswith("/") else unsafe_path(target)
+    if unsafe:
+        return None, f"Upstream-Has path {target!r}: {unsafe}"
+    if not text.strip():
+        return None, f"Upstream-Has condition for {target!r} has no text to look for"
+    return ContentCondition(target, text.strip()), None
+
+
+def _upstream_has(
+    path: Path, fields: dict[str, str], lines: list[str]
+) -> tuple[tuple[ContentCondition, ...], list[Problem]]:
+    """The `Upstream-Has:` conditions, one per line (folded continuation lines)."""
+    if "upstream-has" not in fields:
+        return (), []
+    first = _field_line(lines, "upstream-has")
+    conditions: list[ContentCondition] = []
+    problems: list[Problem] = []
+    # The header parser keeps one "\n"-separated entry per header line, in order.
+    for offset, entry in enumerate(fields["upstream-has"].split("\n")):
+        if not entry:
+            continue  # `Upstream-Has:` alone on its line, conditions on the lines below
+        condition, problem = _condition(entry)
+        if problem:
+            problems.append(Problem(path, first + offset, problem))
+        elif condition:
+            conditions.append(condition)
+    if not conditions and not problems:
+        problems.append(Problem(path, first, "Upstream-Has names no 'PATH: TEXT' condition"))
+    return tuple(conditions), problems
 
 
 def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
@@ -345,6 +400,8 @@ def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
     applies_to, p1 = _specifier(path, fields, "applies-to", lines)
     fixed_in, p2 = _specifier(path, fields, "upstream-fixed-in", lines)
     problems += [p for p in (p1, p2) if p]
+    upstream_has, has_problems = _upstream_has(path, fields, lines)
+    problems += has_problems
     if problems:
         return None, problems
     smoke = tuple(s.strip() for s in fields.get("smoke", "").split(",") if s.strip())
@@ -357,6 +414,7 @@ def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
         upstream_fixed_in=fixed_in,
         smoke=smoke,
         sha256=hashlib.sha256(data).hexdigest(),
+        upstream_has=upstream_has,
     ), []
 
 
