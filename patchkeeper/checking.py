@@ -31,7 +31,7 @@ def check_ref(repo: Path, patch_set: PatchSet, ref: str) -> RefReport:
     def load(index: ScratchIndex, paths: set[str]) -> None:
         index.load_ref(commit, paths)
 
-    classification = classify(patch_set, repo, version.version, load)
+    classification = classify(patch_set, repo, version.version, load, upstream_ref=commit)
     return RefReport(ref, commit, version, classification.results)
 
 

@@ -9,12 +9,13 @@ every patch that applies, so a writer can put it into the work tree in one step.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import Version
 
+from patchkeeper import git
 from patchkeeper import outcomes as oc
 from patchkeeper.git import GitError
 from patchkeeper.outcomes import HunkConflict, HunkOffset, Mismatch, PatchResult
@@ -36,6 +37,7 @@ _FAILED_FILE_RES = (
 )
 _GIT_FATAL = 128  # git apply could not even read the patch
 _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
+_BATCH_HEADER_RE = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")  # else "NAME missing"
 
 
 @dataclass
@@ -218,18 +220,27 @@ def classify(
     version: Version | None,
     load: Callable[[ScratchIndex, set[str]], None],
     *,
+    upstream_ref: str | None,
     recorded: dict[str, Recorded] | None = None,
-    upstream_has: Callable[[PatchFile], bool] | None = None,
+    from_upstream: Callable[[PatchFile], bool] | None = None,
 ) -> Classification:
     """Classify every patch of PATCH_SET in series order against the content LOAD puts in.
 
-    RECORDED (work tree targets) holds what patchkeeper wrote earlier: an intact one is
-    `already-applied`, a damaged one `drifted`, and one whose patch file changed is taken out
-    first and then tried afresh. UPSTREAM_HAS tells whether content that is already present
-    came from upstream (else it is reported `already-applied`, not yet recorded).
+    UPSTREAM_REF is the commit whose blobs judge `Upstream-Has:` conditions: the ref itself
+    for a ref, HEAD for the work tree, whose own content carries our patches (None: no
+    commit, so no condition holds). RECORDED (work tree targets) holds what patchkeeper wrote
+    earlier: an intact one is `already-applied`, a damaged one `drifted`, and one whose patch
+    file changed is taken out first and then tried afresh. FROM_UPSTREAM tells whether content
+    that is already present came from upstream (else it is reported `already-applied`, not yet
+    recorded).
     """
     recorded = recorded or {}
     selected = {p.name: p.select(version) for p in patch_set.patches}
+    has_by_content = (
+        upstream_has_content(repo, upstream_ref, [v for v in selected.values() if v])
+        if upstream_ref
+        else {}
+    )
     paths: set[str] = set()
     for variant in selected.values():
         paths.update(variant.files if variant else ())
@@ -239,7 +250,9 @@ def classify(
         load(index, paths)
         start = index.write_tree()
         results = [
-            _classify_patch(index, patch, selected[patch.name], version, recorded, upstream_has)
+            _classify_patch(
+                index, patch, selected[patch.name], version, recorded, from_upstream, has_by_content
+            )
             for patch in patch_set.patches
         ]
         for result, patch in zip(results, patch_set.patches, strict=True):
@@ -255,7 +268,8 @@ def _classify_patch(
     variant: PatchFile | None,
     version: Version | None,
     recorded: dict[str, Recorded],
-    upstream_has: Callable[[PatchFile], bool] | None,
+    from_upstream: Callable[[PatchFile], bool] | None,
+    has_by_content: dict[Path, str],
 ) -> PatchResult:
     result = PatchResult(patch.name, oc.NOT_APPLICABLE)
     before = index.write_tree()
@@ -280,9 +294,12 @@ def _classify_patch(
     elif spec_contains(variant.upstream_fixed_in, version):
         result.outcome = oc.UPSTREAM_HAS_IT
         result.detail = f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {version}"
+    elif variant.path in has_by_content:
+        result.outcome = oc.UPSTREAM_HAS_IT
+        result.detail = f"upstream has it: {has_by_content[variant.path]}"
     else:
         has_it = oc.UPSTREAM_HAS_IT
-        if upstream_has is not None and not upstream_has(variant):
+        if from_upstream is not None and not from_upstream(variant):
             has_it = oc.ALREADY_APPLIED
         classify_one(index, variant, result, has_it)
         if result.outcome == oc.UPSTREAM_HAS_IT:
@@ -361,3 +378,41 @@ def present_in_ref(repo: Path, ref: str, variant: PatchFile) -> bool:
     with scratch_index(repo) as index:
         index.load_ref(ref, variant.files)
         return index.apply(variant.diff, "--check", "--reverse").returncode == 0
+
+
+def upstream_has_content(repo: Path, ref: str, variants: Iterable[PatchFile]) -> dict[Path, str]:
+    """Which VARIANTS' `Upstream-Has:` conditions all hold in REF's committed blobs.
+
+    Maps each such variant's path to the conditions, for the report. Every blob is read by
+    one `git cat-file --batch` (no checkout, no process per condition), and none at all when
+    no variant has conditions. A missing file, or a folder, holds no text.
+    """
+    judged = [variant for variant in variants if variant.upstream_has]
+    paths = sorted({c.path for variant in judged for c in variant.upstream_has})
+    if not paths:
+        return {}
+    blobs = _read_blobs(repo, ref, paths)
+    return {
+        variant.path: ", ".join(map(str, variant.upstream_has))
+        for variant in judged
+        if all(c.text.encode() in blobs.get(c.path, b"") for c in variant.upstream_has)
+    }
+
+
+def _read_blobs(repo: Path, ref: str, paths: list[str]) -> dict[str, bytes]:
+    """REF's blobs at PATHS (paths that are no blob in REF are left out), in one process."""
+    query = "".join(f"{ref}:{path}\n" for path in paths).encode()
+    output = git.run(["cat-file", "--batch"], repo, stdin=query).stdout
+    blobs: dict[str, bytes] = {}
+    position = 0
+    for path in paths:
+        end = output.index(b"\n", position)
+        header = _BATCH_HEADER_RE.match(output[position:end])
+        position = end + 1
+        if header is None:
+            continue  # no such file in REF
+        size = int(header[2])
+        if header[1] == b"blob":
+            blobs[path] = output[position : position + size]
+        position += size + 1  # the content, then a newline
+    return blobs

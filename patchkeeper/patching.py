@@ -75,8 +75,15 @@ def classify_worktree(
     def load(index: ScratchIndex, paths: set[str]) -> None:
         index.load_worktree(paths)
 
+    # Upstream's content is HEAD's committed blobs: the work tree carries our own patches.
     classification = classify(
-        patch_set, install.path, version.version, load, recorded=recorded, upstream_has=from_head
+        patch_set,
+        install.path,
+        version.version,
+        load,
+        upstream_ref=head,
+        recorded=recorded,
+        from_upstream=from_head,
     )
     for result in classification.results:
         if result.name in moved:
