@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchkeeper.errors import UserError
+from patchkeeper.patchset import unsafe_file
+from patchkeeper.version import DEFAULT_VERSION_PATTERN, VersionFile
 
 CONFIG_NAME = "patchkeeper.toml"
 DEFAULT_INSTALL = "~/.hermes/hermes-agent"
 DEFAULT_UPDATE_COMMAND = ("hermes", "update", "--yes")
 
 _KNOWN: dict[str, set[str]] = {
-    "install": {"path", "python", "version_command"},
+    "install": {"path", "python", "version_command", "version_file", "version_pattern"},
     "update": {"command", "timeout", "post_apply"},
     "smoke": {"checks", "timeout"},
 }
@@ -27,6 +30,7 @@ class Settings:
     install_path: Path
     python: str | None = None
     version_command: tuple[str, ...] = ()
+    version_file: VersionFile | None = None
     update_command: tuple[str, ...] = DEFAULT_UPDATE_COMMAND
     update_timeout: float | None = None
     post_apply: tuple[tuple[str, ...], ...] = ()
@@ -46,6 +50,31 @@ def _seconds(path: Path, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
         raise UserError(f"{path}: {key} must be a positive number of seconds")
     return float(value)
+
+
+def _version_file(path: Path, install: dict[str, Any]) -> VersionFile | None:
+    """`version_file` and `version_pattern`, checked now: a bad pattern is the user's to fix,
+    not a version that silently comes out unknown later."""
+    for key in ("version_file", "version_pattern"):
+        if key in install and not isinstance(install[key], str):
+            raise UserError(f"{path}: install.{key} must be a string")
+    if "version_file" not in install:
+        if "version_pattern" in install:
+            raise UserError(f"{path}: install.version_pattern needs install.version_file")
+        return None
+    target = install["version_file"]
+    if unsafe := unsafe_file(target):
+        raise UserError(f"{path}: install.version_file {target!r}: {unsafe}")
+    try:
+        pattern = re.compile(install.get("version_pattern", DEFAULT_VERSION_PATTERN), re.MULTILINE)
+    except re.error as exc:
+        raise UserError(f"{path}: install.version_pattern is not a valid regex: {exc}") from None
+    if pattern.groups != 1 and "version" not in pattern.groupindex:
+        raise UserError(
+            f"{path}: install.version_pattern needs exactly one capture group, or one named "
+            f"'version' (it has {pattern.groups})"
+        )
+    return VersionFile(target, pattern)
 
 
 def _resolve(base: Path, value: str) -> Path:
@@ -88,6 +117,7 @@ def load_settings(patch_dir: Path) -> Settings:
         version_command=_str_list(
             path, "install.version_command", install.get("version_command", [])
         ),
+        version_file=_version_file(path, install),
         update_command=_str_list(
             path,
             "update.command",

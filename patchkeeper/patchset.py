@@ -185,6 +185,11 @@ def unsafe_path(path: str) -> str | None:
     return None
 
 
+def unsafe_file(path: str) -> str | None:
+    """Why PATH may not name a file of the repository; unlike in a diff, /dev/null is none."""
+    return "absolute path" if path.startswith("/") else unsafe_path(path)
+
+
 def _split_header(path: Path, lines: list[str]) -> tuple[dict[str, str], int, list[Problem]]:
     """Parse the header; return fields, index of the first diff line, problems."""
     problems: list[Problem] = []
@@ -344,7 +349,7 @@ def _condition(entry: str) -> tuple[ContentCondition | None, str | None]:
         target = entry[:-1]
     elif not separator:
         return None, f"Upstream-Has condition {entry!r} is not 'PATH: TEXT'"
-    unsafe = "absolute path" if target.startswith("/") else unsafe_path(target)
+    unsafe = unsafe_file(target)
     if unsafe:
         return None, f"Upstream-Has path {target!r}: {unsafe}"
     if not text.strip():

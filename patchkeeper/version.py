@@ -1,4 +1,9 @@
-"""Upstream versions as PEP 440: from `git describe`, or from the upstream's own version command.
+"""Upstream versions as PEP 440: from the upstream's own version command, from a file of its
+source (`[install] version_file`), or from `git describe`.
+
+A file is what a real install can always answer: release installs are shallow, fetched with
+`--no-tags`, so describe often has no tag to name, and where it has one it may be a CalVer tag
+(`v2026.7.20`) that sorts above every SemVer release. Describe comes last for that reason.
 
 `v0.21.5-3698-g6f7a799` -> `0.21.5+3698.g6f7a799` (Hermes' own format, a PEP 440 local
 version); `v2026.6.19` -> `2026.6.19`; canary tags `v0.22.0-canary.20261001120000` ->
@@ -8,7 +13,7 @@ version); `v2026.6.19` -> `2026.6.19`; canary tags `v0.22.0-canary.2026100112000
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -18,16 +23,66 @@ from patchkeeper.processes import run_in_group
 
 _DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
 _CANARY_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)*)-canary\.(?P<stamp>\d+)$")
+DEFAULT_VERSION_PATTERN = r"""__version__\s*=\s*["']([^"']+)["']"""
 
 
 @dataclass(frozen=True)
 class VersionInfo:
     version: Version | None
-    text: str  # what was read, for the report
-    source: str  # "describe", "command" or "unknown"
+    text: str  # what was read, for the report, after why earlier sources gave none
+    source: str  # "command", "file", "describe" or "unknown"
 
     def __str__(self) -> str:
         return str(self.version) if self.version else f"unknown ({self.text})"
+
+
+@dataclass(frozen=True)
+class VersionFile:
+    """`[install] version_file`: a file of the upstream's source that states its version.
+
+    PATTERN has one capture group, or a group named `version`, around the version text.
+    """
+
+    path: str
+    pattern: re.Pattern[str]
+
+    def read(self, content: bytes) -> VersionInfo:
+        """The version CONTENT states, or (source "unknown") why it states none."""
+        match = self.pattern.search(content.decode(errors="replace"))
+        group = "version" if "version" in self.pattern.groupindex else 1
+        text = match[group] if match else None
+        if text is None:
+            reason = f"no match for version_pattern {self.pattern.pattern!r}"
+            return VersionInfo(None, f"{self.path}: {reason}", "unknown")
+        try:
+            return VersionInfo(Version(text), f"{self.path}: {text}", "file")
+        except InvalidVersion:
+            return VersionInfo(None, f"{self.path}: {text!r} is not a PEP 440 version", "unknown")
+
+
+def version_from_worktree(repo: Path, version_file: VersionFile) -> VersionInfo:
+    """The version VERSION_FILE states in REPO's work tree (what runs, edits included)."""
+    try:
+        content = (repo / version_file.path).read_bytes()
+    except FileNotFoundError:
+        return VersionInfo(None, f"{version_file.path}: no such file", "unknown")
+    except OSError as exc:
+        reason = f"cannot read ({exc.strerror or exc})"
+        return VersionInfo(None, f"{version_file.path}: {reason}", "unknown")
+    return version_file.read(content)
+
+
+def version_from_blob(repo: Path, ref: str, version_file: VersionFile) -> VersionInfo:
+    """The version VERSION_FILE states in REF's committed content (no checkout)."""
+    proc = git.run(["cat-file", "blob", f"{ref}:{version_file.path}"], repo, check=False)
+    if proc.returncode != 0:
+        return VersionInfo(None, f"{version_file.path}: no such file in {ref}", "unknown")
+    return version_file.read(proc.stdout)
+
+
+def fallen_back(info: VersionInfo, reasons: list[str]) -> VersionInfo:
+    """INFO, its text first saying why the sources tried before it gave no version."""
+    return replace(info, text="; ".join([*reasons, info.text]))
 
 
 def tag_to_version(tag: str) -> Version | None:
@@ -50,7 +105,17 @@ def describe_to_version(described: str) -> Version | None:
     return Version(f"{base.public}+{match['distance']}.g{match['sha'][:7]}")
 
 
-def version_of_ref(repo: Path, ref: str) -> VersionInfo:
+def version_of_ref(repo: Path, ref: str, version_file: VersionFile | None = None) -> VersionInfo:
+    """REF's version: what VERSION_FILE states in REF when it states one, else git describe."""
+    if version_file is None:
+        return describe_version(repo, ref)
+    info = version_from_blob(repo, ref, version_file)
+    if info.version is not None:
+        return info
+    return fallen_back(describe_version(repo, ref), [info.text])
+
+
+def describe_version(repo: Path, ref: str) -> VersionInfo:
     proc = git.run(["describe", "--tags", "--match", "v[0-9]*", ref], repo, check=False)
     described = proc.stdout.decode().strip()
     if proc.returncode == 0 and (version := describe_to_version(described)):
