@@ -11,7 +11,7 @@ from patchkeeper.errors import UserError
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet
 from patchkeeper.scratch import ScratchIndex
-from patchkeeper.version import VersionInfo, version_of_ref
+from patchkeeper.version import VersionFile, VersionInfo, version_of_ref
 
 
 @dataclass(frozen=True)
@@ -22,11 +22,14 @@ class RefReport:
     results: list[PatchResult]
 
 
-def check_ref(repo: Path, patch_set: PatchSet, ref: str) -> RefReport:
+def check_ref(
+    repo: Path, patch_set: PatchSet, ref: str, version_file: VersionFile | None = None
+) -> RefReport:
+    """How every patch fares on REF; its version from VERSION_FILE's blob there, else describe."""
     commit = git.rev_parse(repo, ref)
     if commit is None:
         raise UserError(f"{repo}: {ref!r} names no commit here (a typo, or not fetched yet?)")
-    version = version_of_ref(repo, commit)
+    version = version_of_ref(repo, commit, version_file)
 
     def load(index: ScratchIndex, paths: set[str]) -> None:
         index.load_ref(commit, paths)
@@ -35,5 +38,7 @@ def check_ref(repo: Path, patch_set: PatchSet, ref: str) -> RefReport:
     return RefReport(ref, commit, version, classification.results)
 
 
-def check_refs(repo: Path, patch_set: PatchSet, refs: tuple[str, ...]) -> list[RefReport]:
-    return [check_ref(repo, patch_set, ref) for ref in refs]
+def check_refs(
+    repo: Path, patch_set: PatchSet, refs: tuple[str, ...], version_file: VersionFile | None = None
+) -> list[RefReport]:
+    return [check_ref(repo, patch_set, ref, version_file) for ref in refs]

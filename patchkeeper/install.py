@@ -8,7 +8,13 @@ from pathlib import Path
 from patchkeeper import git
 from patchkeeper.config import Settings
 from patchkeeper.errors import UserError
-from patchkeeper.version import VersionInfo, version_from_command, version_of_ref
+from patchkeeper.version import (
+    VersionInfo,
+    describe_version,
+    fallen_back,
+    version_from_command,
+    version_from_worktree,
+)
 
 STATE_DIR_NAME = "patchkeeper"
 
@@ -80,8 +86,18 @@ def refuse_if_busy_with_git(install: Install) -> None:
 
 
 def install_version(install: Install, settings: Settings) -> VersionInfo:
+    """The version that runs: `version_command`, then `version_file` in the work tree, then
+    git describe on HEAD; the first to give a PEP 440 version wins, and its text says why the
+    ones before it gave none."""
+    reasons: list[str] = []
     if settings.version_command:
         info = version_from_command(install.path, settings.version_command)
         if info.version is not None:
             return info
-    return version_of_ref(install.path, "HEAD")
+        reasons.append(info.text)
+    if settings.version_file is not None:
+        info = version_from_worktree(install.path, settings.version_file)
+        if info.version is not None:
+            return info
+        reasons.append(info.text)
+    return fallen_back(describe_version(install.path, "HEAD"), reasons)

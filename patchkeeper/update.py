@@ -283,7 +283,9 @@ class UpdateRun:
 
         def body() -> str:
             nonlocal stop
-            self.report.preview = check_ref(self.install.path, self.ws.patch_set, ref)
+            self.report.preview = check_ref(
+                self.install.path, self.ws.patch_set, ref, self.ws.settings.version_file
+            )
             failed = [r.name for r in self.report.preview.results if r.outcome in oc.FAILED]
             if failed and not self.options.force:
                 stop = True

@@ -72,7 +72,9 @@ def command(
     if junit_path is not None and not junit_path.parent.is_dir():
         raise UserError(f"{junit_path.parent}: no such folder for --junit")
     workspace = open_workspace(install_path, patches_dir)
-    reports = check_refs(workspace.install.path, workspace.patch_set, refs)
+    reports = check_refs(
+        workspace.install.path, workspace.patch_set, refs, workspace.settings.version_file
+    )
     code = tree_exit_code(
         [r for report in reports for r in report.results], pending_needs_attention=False
     )
