@@ -72,12 +72,19 @@ def worktree_tree(install: Install) -> str:
 
     A copy of the install's own index gives `git add -A` valid stat data, so only changed
     files are hashed; the install's index itself is never written.
+
+    The copy keeps the index's own modification time (copy2), and that matters: git trusts
+    an entry's cached stat data only when the entry is older than the index file. A file
+    changed in the same second the index was written, keeping its size, has the same stat
+    data as the cached entry; git reads it again only because the entry is not older than
+    the index ("racily clean"). A copy with a new mtime makes every entry look older, so such
+    an edit (a patch just written, a user's same-size edit) was silently left out.
     """
     with tempfile.TemporaryDirectory(prefix="patchkeeper-") as tmp:
         index_file = Path(tmp) / "index"
         env = {"GIT_INDEX_FILE": str(index_file)}
         if (install.git_dir / "index").is_file():
-            shutil.copyfile(install.git_dir / "index", index_file)
+            shutil.copy2(install.git_dir / "index", index_file)
         elif git.rev_parse(install.path, "HEAD"):
             git.run(["read-tree", "HEAD"], install.path, env=env)
         git.run(["add", "-A", "--", "."], install.path, env=env)
