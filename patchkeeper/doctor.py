@@ -74,6 +74,8 @@ def install_finding(install: Install, settings: Settings) -> Finding:
 
 def interpreter_finding(install: Install, settings: Settings) -> Finding:
     python = smoke.find_python(install, settings)
+    if not python.found:
+        return Finding("interpreter", False, f"{python.path} not found", [python.note])
     output: list[bytes] = []
     done = run_in_group(
         [str(python.path), "-c", "import sys; print(sys.version.split()[0])"],

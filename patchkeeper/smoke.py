@@ -12,6 +12,15 @@ A check prints one JSON verdict on stdout:
 and may write `progress: TEXT` lines on stderr while it runs; they are relayed as they come.
 Anything else (a crash, a timeout, output that is not a verdict, a "pass" with a failing step or
 a non-zero exit) is `error`: "could not check", which is never a pass.
+
+Which interpreter: `[install] python` (a path in the install, an absolute path, or a bare name
+looked up on PATH), else the install's venv. When `[install] python` names an interpreter that
+is not there, nothing runs: every check is `error` ("could not check: interpreter X not
+found"); running the check under some other Python instead would prove nothing about the
+install. When nothing is configured and there is no venv, the checks run under patchkeeper's
+own interpreter so their output can be read, with a note, and a `pass` there counts as
+`error`: it proves the fix under a Python the install does not run. A pass needs the
+install's own interpreter (configured, or its venv).
 """
 
 from __future__ import annotations
@@ -19,10 +28,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +59,25 @@ Progress = Callable[[str, str], None]  # (check name, text)
 Relay = Callable[[str], None]  # text, for the one check that is running
 
 
+# Where the interpreter came from. Only the first two are the install's own: only there can a
+# check pass.
+CONFIGURED, VENV, OWN, MISSING = "configured", "venv", "patchkeeper", "missing"
+
+
 @dataclass(frozen=True)
 class Interpreter:
     path: Path
-    note: str = ""  # set when this is a fallback, saying why
+    note: str = ""  # set when this is not the install's own interpreter, saying why
+    source: str = field(default=CONFIGURED, compare=False)
+
+    @property
+    def found(self) -> bool:
+        """False: [install] python names an interpreter that is not there; nothing runs."""
+        return self.source != MISSING
+
+    @property
+    def installs_own(self) -> bool:
+        return self.source in (CONFIGURED, VENV)
 
 
 @dataclass(frozen=True)
@@ -90,19 +115,40 @@ class SmokeReport:
 
 
 def find_python(install: Install, settings: Settings) -> Interpreter:
-    """The install's interpreter: [install] python, else its venv, else ours (with a note)."""
+    """The install's interpreter: [install] python, else its venv, else ours (with a note).
+
+    A configured interpreter that is not there is MISSING (never silently replaced by ours).
+    """
     if settings.python:
         configured = Path(settings.python).expanduser()
         candidate = configured if configured.is_absolute() else install.path / configured
         if candidate.is_file():
-            return Interpreter(candidate)
-        note = f"[install] python {settings.python} not found at {candidate}"
-    else:
-        for relative in VENV_PYTHONS:
-            if (install.path / relative).is_file():
-                return Interpreter(install.path / relative)
-        note = "no [install] python set and no venv in the install"
-    return Interpreter(Path(sys.executable), f"{note}; using patchkeeper's own {sys.executable}")
+            return Interpreter(candidate, source=CONFIGURED)
+        on_path = shutil.which(settings.python) if "/" not in settings.python else None
+        if on_path:
+            return Interpreter(Path(on_path), source=CONFIGURED)
+        where = f" in {settings.source}" if settings.source else ""
+        note = f"[install] python {settings.python} not found at {candidate}{where}"
+        return Interpreter(candidate, note, MISSING)
+    for relative in VENV_PYTHONS:
+        if (install.path / relative).is_file():
+            return Interpreter(install.path / relative, source=VENV)
+    note = "no [install] python set and no venv in the install"
+    return Interpreter(
+        Path(sys.executable), f"{note}; using patchkeeper's own {sys.executable}", OWN
+    )
+
+
+def interpreter_facts(python: Interpreter) -> dict[str, Any]:
+    """Which interpreter ran the checks, for reports: `source` is configured, venv, patchkeeper
+    (ours: a pass does not count) or missing (configured but not there: nothing ran)."""
+    return {
+        "path": str(python.path),
+        "source": python.source,
+        "found": python.found,
+        "installs_own": python.installs_own,
+        "note": python.note,
+    }
 
 
 def available_checks(patch_set: PatchSet) -> list[str]:
@@ -299,17 +345,34 @@ def run_checks(
     python = find_python(install, settings)
     results = []
     for name in dict.fromkeys(n.removesuffix(".py") for n in names):
-        if on_progress is not None:
-            on_progress(name, f"running with {python.path}")
         path = check_file(patch_set, name)
         if path is None:
             results.append(CheckResult(name, ERROR, 0.0, detail=f"{name!r} is not a check name"))
             continue
+        if not python.found:
+            detail = f"could not check: interpreter {python.path} not found ({python.note})"
+            results.append(CheckResult(name, ERROR, 0.0, detail=detail))
+            continue
+        if on_progress is not None:
+            on_progress(name, f"running with {python.path}")
         limit = timeout or settings.smoke_timeout
-        results.append(
-            run_check(python, install.path, path, timeout=limit, args=args, on_progress=on_progress)
+        result = run_check(
+            python, install.path, path, timeout=limit, args=args, on_progress=on_progress
         )
+        results.append(result if python.installs_own else _not_the_installs(result, python))
     return SmokeReport(python, tuple(results))
+
+
+def _not_the_installs(result: CheckResult, python: Interpreter) -> CheckResult:
+    """A result under patchkeeper's own interpreter: a pass proves nothing about the install."""
+    if result.verdict == PASS:
+        detail = (
+            f"could not check: passed under patchkeeper's own interpreter {python.path}, not "
+            "the install's (no [install] python set and no venv in the install)"
+        )
+        return replace(result, verdict=ERROR, detail=detail)
+    under = f"under patchkeeper's own interpreter {python.path}"
+    return replace(result, detail=f"{result.detail} ({under})" if result.detail else under)
 
 
 def select_checks(patch_set: PatchSet, wanted: str | None) -> list[str]:

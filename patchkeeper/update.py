@@ -23,13 +23,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from patchkeeper import exitcodes, git
+from patchkeeper import exitcodes, git, nextstep
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper import outcomes as oc
 from patchkeeper.checking import RefReport, check_ref
+from patchkeeper.config import CONFIG_NAME
 from patchkeeper.engine import split_hunks
 from patchkeeper.errors import PatchkeeperError
 from patchkeeper.install import (
@@ -41,7 +42,7 @@ from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, apply_patches
 from patchkeeper.processes import run_in_group
 from patchkeeper.scratch import scratch_index
-from patchkeeper.smoke import run_for_patches, worst_verdict
+from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
 from patchkeeper.workspace import Workspace
@@ -118,6 +119,8 @@ class SmokeReport:
     status: str  # not-configured, pass, fail, error
     detail: str = ""
     checks: list[dict[str, str]] = field(default_factory=list)
+    python: dict[str, Any] | None = None  # which interpreter ran them (smoke.interpreter_facts)
+    action: str = ""  # when not a pass: what is missing and the command to run next
 
 
 @dataclass
@@ -195,16 +198,38 @@ def run_smoke_checks(
     """The smoke checks the patches in place name; none named is `not-configured`: never a
     pass, though not a failure either."""
     ws = workspace
-    checks = run_for_patches(ws.install, ws.settings, ws.patch_set, results, progress).results
+    ran = run_for_patches(ws.install, ws.settings, ws.patch_set, results, progress)
+    checks, python = ran.results, interpreter_facts(ran.python)
     if not checks:
-        return SmokeReport("not-configured", "no smoke check named by the patches in place")
+        why = "no smoke check named by the patches in place"
+        return SmokeReport("not-configured", why, python=python)
     status = worst_verdict(check.verdict for check in checks)
     detail = ", ".join(
         f"{c.name} {c.verdict}" + (f" ({c.detail})" if c.detail else "") for c in checks
     )
-    return SmokeReport(
-        status, detail, [{"name": c.name, "verdict": c.verdict, "detail": c.detail} for c in checks]
-    )
+    failing = [c.name for c in checks if c.verdict != "pass"]
+    action = _smoke_action(ws, ran.python, status, failing) if failing else ""
+    listed = [{"name": c.name, "verdict": c.verdict, "detail": c.detail} for c in checks]
+    return SmokeReport(status, detail, listed, python, action)
+
+
+def _smoke_action(ws: Workspace, python: Interpreter, status: str, failing: list[str]) -> str:
+    """One line: which check did not pass, why when it is the interpreter, what to run next."""
+    again = nextstep.command("smoke", install=ws.install.path, patches=ws.patch_set.root)
+    config = ws.settings.source or ws.patch_set.root / CONFIG_NAME
+    if not python.found:
+        return (
+            f"smoke could not check: interpreter {python.path} not found ([install] python in "
+            f"{config}); fix it, then run: {again}"
+        )
+    if not python.installs_own:
+        return (
+            f"smoke could not check: it ran under patchkeeper's own interpreter {python.path} "
+            f"(no [install] python set and no venv in the install); set [install] python in "
+            f"{config}, then run: {again}"
+        )
+    word = "could not check" if status == "error" else "failed"
+    return f"smoke check {', '.join(failing)} {word}; see why with: {again}"
 
 
 # ---------------------------------------------------------------- the run
@@ -537,6 +562,8 @@ class UpdateRun:
         self.report.smoke = run_smoke_checks(
             self.ws, results, lambda name, text: self.say(f"smoke {name}: {text}")
         )
+        if self.report.smoke.action:
+            self.report.attention.append(self.report.smoke.action)
         return f"smoke: {self.report.smoke.status}"
 
     def post(self) -> str:

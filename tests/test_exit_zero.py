@@ -198,6 +198,74 @@ def killed(proc: subprocess.CompletedProcess[str]) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
 
 
+# ---------------------------------------------------------------- 4: the interpreter
+
+
+def with_smoke_check(w: World, python: str | None) -> None:
+    check = w.patches / "smoke" / "ok.py"
+    check.parent.mkdir()
+    check.write_text('import json\nprint(json.dumps({"check": "ok", "verdict": "pass"}))\n')
+    patch = w.patches / "fix.patch"
+    patch.write_text(patch.read_text().replace("Description:", "Smoke: ok\nDescription:", 1))
+    w.write_config(python=python)
+
+
+def test_smoke_with_a_configured_interpreter_that_is_missing_could_not_check(
+    world: World,
+) -> None:
+    w = world
+    with_smoke_check(w, "venv/bin/python")
+    missing = w.install / "venv/bin/python"
+    code, doc = pk_json(w, "smoke")
+    assert code == 4, doc
+    (check,) = doc["checks"]
+    assert check["verdict"] == "error"
+    assert f"could not check: interpreter {missing} not found" in check["detail"]
+    assert doc["python"]["found"] is False
+    text = pk(w, "smoke")
+    assert text.returncode == 4
+    line = one_line(text.stdout.splitlines(), "could not check: interpreter", "not found")
+    assert "ok: could not check" in line
+
+    code, doc = pk_json(w, "update")
+    assert code == 4 and doc["smoke"]["status"] == "error", doc["smoke"]
+    assert doc["smoke"]["python"]["found"] is False
+    line = one_line(doc["attention"], "interpreter", "not found")
+    assert str(w.patches / "patchkeeper.toml") in line
+    missing.parent.mkdir(parents=True)
+    missing.symlink_to(sys.executable)  # the operator creates the venv the config names
+    proc = paste(w, command_in(line))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_smoke_under_patchkeepers_own_interpreter_is_noted_and_never_a_pass(
+    world: World,
+) -> None:
+    w = world
+    with_smoke_check(w, None)  # no [install] python, and the install has no venv
+    code, doc = pk_json(w, "smoke")
+    assert code == 4, doc
+    assert doc["python"]["source"] == "patchkeeper" and doc["python"]["note"]
+    (check,) = doc["checks"]
+    assert check["verdict"] == "error" and "patchkeeper's own" in check["detail"]
+    text = pk(w, "smoke")
+    assert text.returncode == 4
+    assert "note: no [install] python set and no venv" in text.stdout
+
+    code, doc = pk_json(w, "update")
+    assert code == 4 and doc["smoke"]["status"] == "error"
+    assert doc["smoke"]["python"]["source"] == "patchkeeper"
+    line = one_line(doc["attention"], "patchkeeper's own")
+    assert "[install] python" in line
+
+    venv = w.install / "venv/bin/python"  # the install's own venv (ignored by git)
+    venv.parent.mkdir(parents=True)
+    venv.symlink_to(sys.executable)
+    code, doc = pk_json(w, "smoke")
+    assert code == 0 and doc["python"]["source"] == "venv" and not doc["python"]["note"]
+    assert paste(w, command_in(line)).returncode == 0
+
+
 # ---------------------------------------------------------------- 10: the racy snapshot
 
 

@@ -212,9 +212,9 @@ def test_the_interpreter_is_the_configured_one_then_a_venv_then_ours(
     venv_python.symlink_to(sys.executable)
     assert smoke.find_python(opened, load_settings(patch_dir)) == smoke.Interpreter(venv_python)
     (patch_dir / "patchkeeper.toml").write_text('[install]\npython = "bin/py3"\n')
-    fallback = smoke.find_python(opened, load_settings(patch_dir))
-    assert fallback.path == Path(sys.executable)
-    assert "[install] python bin/py3 not found" in fallback.note
+    missing = smoke.find_python(opened, load_settings(patch_dir))  # never replaced by ours
+    assert missing.path == install / "bin" / "py3" and not missing.found
+    assert "[install] python bin/py3 not found" in missing.note
     (install / "bin").mkdir()
     (install / "bin" / "py3").symlink_to(sys.executable)
     assert smoke.find_python(opened, load_settings(patch_dir)).path == install / "bin" / "py3"
@@ -224,6 +224,9 @@ def test_the_interpreter_is_the_configured_one_then_a_venv_then_ours(
 
 
 def test_the_command_exit_codes_json_and_progress(install: Path, patch_dir: Path) -> None:
+    (patch_dir / "patchkeeper.toml").write_text(
+        f"[install]\npython = {json.dumps(sys.executable)}\n"
+    )
     write_check(patch_dir, "good", "verdict('pass', [{'name': 'a', 'verdict': 'pass'}])\n")
     write_check(patch_dir, "bad", "raise ImportError('cannot import name adopt')\n")
     args = ("smoke", "--install", install, "--patches", patch_dir)
@@ -270,7 +273,8 @@ def test_update_runs_the_checks_applied_patches_name_plus_configured_ones(
             "fix.patch": patch_text(diff, smoke="good, gone, ../escape"),
             "other.patch": patch_text(diff.replace("x.py", "y.py"), smoke="never"),
         },
-        config='[smoke]\nchecks = ["extra", "good"]\n',
+        config=f"[install]\npython = {json.dumps(sys.executable)}\n"
+        '[smoke]\nchecks = ["extra", "good"]\n',
     )
     write_check(root, "good", "verdict('pass')\n")
     write_check(root, "extra", "verdict('pass')\n")

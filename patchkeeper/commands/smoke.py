@@ -49,14 +49,14 @@ def result_lines(result: smoke.CheckResult) -> list[str]:
 
 def report_json(report: smoke.SmokeReport) -> dict[str, Any]:
     return {
-        "python": {"path": str(report.python.path), "note": report.python.note},
+        "python": smoke.interpreter_facts(report.python),
         "checks": [asdict(result) for result in report.results],
     }
 
 
 def render(report: smoke.SmokeReport) -> None:
     if report.python.note:
-        click.echo(f"note: {report.python.note}", err=True)
+        click.echo(f"note: {report.python.note}")
     for result in report.results:
         for line in result_lines(result):
             click.echo(line)
