@@ -27,9 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper import git
+from patchkeeper import git, nextstep
 from patchkeeper import journal as jr
 from patchkeeper.errors import UserError
+from patchkeeper.files import atomic_write
 from patchkeeper.install import Install, operation_in_progress
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet
@@ -37,6 +38,7 @@ from patchkeeper.receipts import install_receipts
 from patchkeeper.scratch import scratch_index
 
 HERMES_AUTOSTASH = "hermes-update-autostash-"
+KNOWN_STASHES = "stashes.json"  # under the state dir: stash entries an update reported
 DROPPED_PREFIX = "refs/patchkeeper/dropped"
 AUTOSTASH_FILES = ("MERGE_AUTOSTASH", "rebase-merge/autostash", "rebase-apply/autostash")
 
@@ -200,9 +202,14 @@ class Leftover:
         held = f" ({', '.join(self.patches)})" if self.patches else ""
         return f"{self.id} {self.kind} {self.classification}{held}: {self.label}"
 
-    def restore_command(self, install: Install, *, markers: bool = False) -> str:
-        flag = " --markers" if markers else ""
-        return f"patchkeeper leftovers restore {self.id}{flag} --install {install.path}"
+    def restore_command(
+        self, install: Install, *, markers: bool = False, patches: Path | None = None
+    ) -> str:
+        """The command that restores this leftover, shell-quoted, ready to paste."""
+        flags = ["--markers"] if markers else []
+        return nextstep.command(
+            "leftovers", "restore", self.id, *flags, install=install.path, patches=patches
+        )
 
 
 def _stash_entries(repo: Path) -> list[tuple[str, str, float, str]]:
@@ -232,6 +239,33 @@ def new_stash_shas(repo: Path, top: str | None, since: float) -> set[str]:
     if top in shas:
         return set(shas[: shas.index(top)])
     return {sha for _, sha, stamp, _ in entries if stamp >= since - 1}
+
+
+def known_stashes(install: Install) -> set[str]:
+    """Stash entries an update reported as leftovers: they stay leftovers while they exist,
+    whatever their message (another updater's, a plain `git stash`)."""
+    try:
+        data = json.loads((install.state_dir / KNOWN_STASHES).read_text(encoding="utf-8"))
+        return {entry["sha"] for entry in data["stashes"]}
+    except FileNotFoundError:
+        return set()
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(
+            f"{install.state_dir / KNOWN_STASHES}: unreadable ({exc}); stash entries an update "
+            "reported may not be listed: see `git stash list`, then remove the file"
+        ) from None
+
+
+def remember_stashes(install: Install, items: Iterable[Leftover], run_id: str) -> None:
+    """Record the stash entries among ITEMS so that `leftovers` and `status` list them after
+    this run too; entries no longer in the stash are forgotten."""
+    entries = {sha: message for _, sha, _, message in _stash_entries(install.path)}
+    known = known_stashes(install) | {i.rev for i in items if i.kind == STASH and i.rev}
+    kept = [{"sha": sha, "message": entries[sha], "run": run_id} for sha in sorted(known)
+            if sha in entries]  # fmt: skip
+    path = install.state_dir / KNOWN_STASHES
+    if kept or path.exists():
+        atomic_write(path, json.dumps({"stashes": kept}, indent=2).encode() + b"\n")
 
 
 def _optional_rev(repo: Path, rev: str) -> str | None:
@@ -390,7 +424,7 @@ def find_leftovers(
     """
     if exclude_run is None and (unfinished := jr.load(install.state_dir)) is not None:
         exclude_run = unfinished.id
-    found = _stash_leftovers(install.path, set(new_stashes))
+    found = _stash_leftovers(install.path, set(new_stashes) | known_stashes(install))
     found += _autostash_leftovers(install)
     found += _set_aside_leftovers(install.path, exclude_run)
     for leftover in found:

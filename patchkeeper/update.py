@@ -466,6 +466,10 @@ class UpdateRun:
             if item.id not in before:
                 item.notes.append("left by this update's upstream command")
             self.report.leftovers.append(action)
+        # Whatever its message, a stash this run reports stays a leftover until it is settled.
+        lo.remember_stashes(
+            self.install, [a.leftover for a in self.report.leftovers], self.journal.id
+        )
         summary = ", ".join(
             f"{a.leftover.id} {a.leftover.classification}" for a in self.report.leftovers
         )
@@ -518,7 +522,7 @@ class UpdateRun:
                 action.detail = "holds patch content that is not back in place"
             else:
                 action.detail = f"holds {item.classification.replace('-', ' ')}"
-            action.command = item.restore_command(self.install)
+            action.command = item.restore_command(self.install, patches=self.ws.patch_set.root)
             self.report.attention.append(
                 f"leftover {item.id} ({item.kind}, {item.classification}) kept: {action.command}"
             )
@@ -546,7 +550,9 @@ class UpdateRun:
             leftover = lo.Leftover(
                 git.out(["rev-parse", ref], self.install.path)[:10], lo.SET_ASIDE, ref, None, None
             )
-            result.command = leftover.restore_command(self.install, markers=True)
+            result.command = leftover.restore_command(
+                self.install, markers=True, patches=self.ws.patch_set.root
+            )
             self.report.attention.append(
                 f"{len(result.kept)} file(s) of your edits conflict with the new version; "
                 f"they stay in {ref}; merge them with conflict markers: {result.command}"

@@ -266,6 +266,40 @@ def test_smoke_under_patchkeepers_own_interpreter_is_noted_and_never_a_pass(
     assert paste(w, command_in(line)).returncode == 0
 
 
+# ---------------------------------------------------------------- 5: leftovers stay listed
+
+
+def test_a_stash_another_updater_left_is_still_listed_and_restorable(world: World) -> None:
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    w.set_updater(
+        GOOD_UPDATER
+        + """
+with open("settings.local", "w") as handle:
+    handle.write("kept by the other updater\\n")
+git("stash", "push", "-q", "--include-untracked", "-m", "other-updater: saved local changes")
+"""
+    )
+    code, doc = pk_json(w, "update")
+    assert code == 5, doc
+    (kept,) = [a for a in doc["leftovers"] if a["action"] == "kept"]
+    line = one_line(doc["attention"], kept["id"])
+    restore = command_in(line)
+    assert restore.startswith(f"patchkeeper leftovers restore {kept['id']} ")
+
+    code, listing = pk_json(w, "leftovers")
+    assert code == 5 and [item["id"] for item in listing["leftovers"]] == [kept["id"]]
+    code, status = pk_json(w, "status")
+    assert code == 5 and any(kept["id"] in note for note in status["notes"])
+
+    proc = paste(w, restore)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (w.install / "settings.local").read_text() == "kept by the other updater\n"
+    assert pk(w, "leftovers").returncode == 0
+    assert pk(w, "status").returncode == 0
+
+
 # ---------------------------------------------------------------- 10: the racy snapshot
 
 

@@ -83,7 +83,8 @@ def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
             return code
         click.echo(f"{item.id}: would conflict in {conflicts}; nothing changed")
         click.echo(f"  see it: patchkeeper leftovers show {item.id} --install {install.path}")
-        click.echo(f"  merge with conflict markers: {item.restore_command(install, markers=True)}")
+        again = item.restore_command(install, markers=True, patches=workspace.patch_set.root)
+        click.echo(f"  merge with conflict markers: {again}")
         return code
     restored = ", ".join(outcome.written) or "(none)"
     click.echo(f"{item.id}: restored {len(outcome.written)} file(s): {restored}")
