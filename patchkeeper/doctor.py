@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,12 @@ from patchkeeper import journal as jr
 from patchkeeper.config import DEFAULT_INSTALL, Settings, load_settings
 from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.install import Install, install_version, open_install, operation_in_progress
+from patchkeeper.instants import parse_instant
 from patchkeeper.leftovers import find_leftovers
 from patchkeeper.patching import worktree_status
 from patchkeeper.patchset import PatchSet, inspect_patch_set
 from patchkeeper.processes import run_in_group
-from patchkeeper.receipts import STASH_STEP, install_receipts
+from patchkeeper.receipts import STASH_STEP, Receipts, install_receipts
 from patchkeeper.verdict import tree_exit_code
 
 PROBE_ARGS = ("--probe",)
@@ -172,7 +174,7 @@ def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
     words = {
         "grace_seconds": "grace",
         "retry_budget_seconds": "retry budget",
-        "ack_reserve_seconds": "ack reserve",
+        "stop_margin_seconds": "stop margin",
         "busy_timeout_seconds": "busy timeout",
     }
     numbers = []
@@ -186,23 +188,42 @@ def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
 # ---------------------------------------------------------------- the last update
 
 
-def _journal_finding(install: Install) -> Finding | None:
-    """From patchkeeper's own update journal, when it holds a run."""
+def _unfinished_finding(install: Install) -> Finding | None:
+    """An update patchkeeper started and never finished: it needs `recover`, whatever else."""
     try:
         unfinished = jr.load(install.state_dir)
     except PatchkeeperError as exc:
         return Finding("last update", False, str(exc))
-    if unfinished is not None:
-        run = f"patchkeeper update {unfinished.id} (started {unfinished.started_at})"
-        stopped = f"stopped in phase {unfinished.phase_label}; run `patchkeeper recover`"
-        return Finding("last update", False, f"{run} {stopped}")
+    if unfinished is None:
+        return None
+    run = f"patchkeeper update {unfinished.id} (started {unfinished.started_at})"
+    stopped = f"stopped in phase {unfinished.phase_label}; run `patchkeeper recover`"
+    return Finding("last update", False, f"{run} {stopped}")
+
+
+def _last_run(install: Install) -> tuple[Path, datetime] | None:
+    """patchkeeper's newest finished run: its journal and when it ended.
+
+    The journal is last written as the run finishes, so its modification time is the end
+    (never earlier than the start it records).
+    """
     runs = sorted((install.state_dir / jr.RUNS_DIR).glob(f"*/{jr.JOURNAL_FILE}"))
     if not runs:
         return None
     try:
-        data = json.loads(runs[-1].read_text(encoding="utf-8"))
+        ended = datetime.fromtimestamp(runs[-1].stat().st_mtime, UTC)
+        started = parse_instant(json.loads(runs[-1].read_text(encoding="utf-8"))["started_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return runs[-1], datetime.max.replace(tzinfo=UTC)  # unreadable: the finding says so
+    return runs[-1], max(ended, started or ended)
+
+
+def _journal_finding(path: Path) -> Finding:
+    """From one finished patchkeeper run's journal."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        return Finding("last update", False, f"{runs[-1]}: unreadable ({exc})")
+        return Finding("last update", False, f"{path}: unreadable ({exc})")
     run = f"patchkeeper update {data.get('id')} at {data.get('started_at')}"
     code = data.get("extra", {}).get("exit_code", 0)
     if data.get("upstream_ok") is None:  # e.g. a --preview that found a conflict
@@ -216,13 +237,15 @@ def _journal_finding(install: Install) -> Finding | None:
     return Finding("last update", True, f"{run}: finished")
 
 
-def receipt_finding(install: Install) -> Finding:
+def receipt_finding(install: Install, receipts: Receipts | None = None) -> Finding:
     """From the newest Hermes update receipt: its outcome and what happened to local changes.
 
-    A receipt that could not be read is named in the details; when it may be the newest one,
-    the last update could not be checked, and that is not ok.
+    Receipts from every home and profile home count; the newest is the one that ran last by
+    its own instants. A receipt that could not be read is named in the details; when it may
+    be the newest one, the last update could not be checked, and that is not ok.
     """
-    receipts = install_receipts(install.path)
+    if receipts is None:
+        receipts = install_receipts(install.path)
     latest = receipts.newest
     unreadable = receipts.skipped_after(latest)
     notes = [skipped.note for skipped in receipts.skipped]
@@ -234,7 +257,8 @@ def receipt_finding(install: Install) -> Finding:
         return Finding("last update", True, "no update recorded (no patchkeeper run, no receipt)")
     stash = latest.stash_step
     ok = latest.outcome == "success" and (stash is None or stash.get("ok") is True)
-    summary = f"hermes update at {latest.started_at or '?'}: outcome {latest.outcome}"
+    where = f" (profile {latest.profile})" if latest.profile else ""
+    summary = f"hermes update{where} at {latest.started_at or '?'}: outcome {latest.outcome}"
     details = [f"receipt {latest.path}"]
     if stash is not None:
         summary += f", local changes {latest.stash_outcome}"
@@ -243,7 +267,21 @@ def receipt_finding(install: Install) -> Finding:
 
 
 def last_update_finding(install: Install) -> Finding:
-    return _journal_finding(install) or receipt_finding(install)
+    """The update that ran last: patchkeeper's own run, or a Hermes update after it.
+
+    An unfinished patchkeeper run always answers. Otherwise the receipts a run's own
+    `hermes update` wrote belong to that run (its journal already judged them), and a receipt
+    from after the run ended (someone ran `hermes update` by hand, a timer did) is newer news:
+    it answers, so a later `parked` is never hidden behind an older "finished".
+    """
+    unfinished = _unfinished_finding(install)
+    if unfinished is not None:
+        return unfinished
+    receipts = install_receipts(install.path)
+    last_run = _last_run(install)
+    if last_run is None or receipts.newer_than(last_run[1]):
+        return receipt_finding(install, receipts)
+    return _journal_finding(last_run[0])
 
 
 # ---------------------------------------------------------------- all together

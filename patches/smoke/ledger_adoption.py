@@ -3,22 +3,29 @@
 Run by `patchkeeper smoke` with the install's own interpreter, cwd at the install and a fresh
 HERMES_HOME. Standard library only; Python 3.11 to 3.14. It drives the install's real code:
 
-  1 happy path     a "gateway" process creates an execution and marks its hand-off pending;
-                   a separate worker process adopts it through the worker's own path (the
-                   function `python -m cron.scheduler --external-worker-file` runs, with the
-                   job itself replaced by a probe): the row is `running` with `started_at`
-                   and the worker writes its ack.
+  1 happy path     a "gateway" process creates executions and hands each to the install's
+                   own launcher (`cron.scheduler._launch_external_cron_worker`), with the
+                   spawn captured instead of run: the worker payload, deadline included, is
+                   what the gateway itself writes. A separate worker process then runs the
+                   worker's own path (`_run_external_worker_payload`, what `python -m
+                   cron.scheduler --external-worker-file` runs, with the job replaced by a
+                   probe): the row is `running` with `started_at` and the ack is written.
   2 compare-and-set  a second adoption of the same row is refused (None) at once, one call.
   3 lock stall     a third process holds the ledger's write lock (BEGIN IMMEDIATE) for the
                    busy timeout + 2 s; a worker that starts adopting during the stall must
-                   still adopt and ack before the gateway's deadline (grace after spawn).
+                   still adopt and ack before the gateway's deadline (grace after spawn). A
+                   backport that forgets the gateway's half (no deadline in the payload)
+                   fails here.
   4 error classes  adopting from a corrupt ledger, and from one whose table lacks a
                    column (a non-busy OperationalError), raises at once, one attempt.
   5 schema once    20 ledger calls in one process run the schema script at most once
                    (CREATE/ALTER statements seen by a sqlite3 trace callback).
 
-`--probe` only reads the timeout budget from the install (doctor uses it): gateway grace,
-ledger busy timeout, ack reserve and the adoption retry budget, and whether the chain holds.
+`--probe` only reads the timeout budget from the install (doctor uses it): the gateway's
+grace, the ledger's busy timeout, whether the launcher passes its deadline, the retry's stop
+margin and the retry budget, and whether the chain holds. Every figure is read from the code
+in place; one that is worked out from others says "derived" in its source. Nothing is assumed:
+a figure that cannot be read makes the check `error`.
 
 Prints one JSON verdict on stdout and `progress: ...` lines on stderr. A missing upstream
 function or a helper process that crashes is `error` ("could not check"), never a pass.
@@ -45,9 +52,6 @@ CHECK = "ledger_adoption"
 ROLE_TAG = "ledger_adoption_role"  # marks a helper's answers among whatever else is printed
 JOB_ID = "patchkeeper-smoke"
 ROLE_TIMEOUT = 60.0  # seconds any helper process may take (imports included)
-DEFAULT_BUSY_TIMEOUT = 5.0  # hermes_cli.sqlite_util's default, when the install hides it
-DEFAULT_GRACE = 30.0  # cron HANDOFF_ADOPTION_GRACE_SECONDS, when the install hides it
-DEFAULT_ACK_RESERVE = 2.0  # what the #135487 backport keeps for the ack when unstated
 STALL_MARGIN = 2.0  # the stall outlasts the busy timeout by this much (7 s for 5 s)
 AT_ONCE = 2.0  # a refusal or a hard error must come back within this many seconds
 SCHEMA_CALLS = 20
@@ -55,6 +59,11 @@ UNKNOWN_CODE = -1  # an sqlite3.Error that carries no result code
 BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SCHEMA_RE = re.compile(r"^\s*(CREATE|ALTER)\b", re.IGNORECASE)
 REQUIRED = ("create_execution", "mark_execution_handoff_pending", "adopt_claimed_execution")
+# The retries a worker may call, by the name its source uses: (module, stop-margin constants).
+RETRIES = {
+    "adopt_while_busy": ("cron.adoption_busy_retry", ("ATTEMPT_SECONDS", "ACK_RESERVE_SECONDS")),
+    "adopt_with_retry": ("cron.scheduler_adoption", ()),
+}
 
 
 def progress(text: str) -> None:
@@ -117,32 +126,43 @@ def _error_code(exc: BaseException) -> int | None:
     return code & 0xFF if isinstance(code, int) else None
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _busy_timeout(executions: Any) -> tuple[float, str]:
     """The ledger's busy timeout in seconds, read from a connection the install opens."""
     connect = getattr(executions, "_connect", None)
-    if callable(connect):
+    if not callable(connect):
+        _fatal("cron.executions has no _connect(): cannot read the ledger's busy timeout")
+    try:
+        conn = connect()
         try:
-            conn = connect()
-            try:
-                (milliseconds,) = conn.execute("PRAGMA busy_timeout").fetchone()
-            finally:
-                conn.close()
-            return milliseconds / 1000.0, "read from cron.executions._connect()"
-        except Exception as exc:
-            return DEFAULT_BUSY_TIMEOUT, f"assumed ({type(exc).__name__} opening the ledger)"
-    return DEFAULT_BUSY_TIMEOUT, "assumed (cron.executions has no _connect)"
+            (milliseconds,) = conn.execute("PRAGMA busy_timeout").fetchone()
+        finally:
+            conn.close()
+    except Exception as exc:
+        _fatal(f"cannot read the ledger's busy timeout: {type(exc).__name__}: {exc}")
+    return milliseconds / 1000.0, "PRAGMA busy_timeout of cron.executions._connect()"
 
 
 def _grace(executions: Any) -> tuple[float, str]:
     for module in (executions, _module("cron.scheduler")):
-        value = getattr(module, "HANDOFF_ADOPTION_GRACE_SECONDS", None)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value), f"{module.__name__}.HANDOFF_ADOPTION_GRACE_SECONDS"
-    return DEFAULT_GRACE, "assumed (no HANDOFF_ADOPTION_GRACE_SECONDS found)"
+        value = _number(getattr(module, "HANDOFF_ADOPTION_GRACE_SECONDS", None))
+        if value is not None:
+            return value, f"{module.__name__}.HANDOFF_ADOPTION_GRACE_SECONDS"
+    _fatal("no HANDOFF_ADOPTION_GRACE_SECONDS in cron.executions or cron.scheduler")
 
 
-def _worker_function() -> Callable[..., Any] | None:
-    return getattr(_module("cron.scheduler"), "_run_external_worker_payload", None)
+def _scheduler_function(name: str) -> Callable[..., Any]:
+    function = getattr(_module("cron.scheduler"), name, None)
+    if not callable(function):
+        _fatal(f"cron.scheduler has no {name}() (upstream moved or renamed it?)")
+    return function
+
+
+def _worker_function() -> Callable[..., Any]:
+    return _scheduler_function("_run_external_worker_payload")
 
 
 def _source_calls(function: Callable[..., Any], name: str) -> bool:
@@ -152,49 +172,128 @@ def _source_calls(function: Callable[..., Any], name: str) -> bool:
         return False
 
 
+def _retry_in_place(worker: Callable[..., Any]) -> tuple[str, str, tuple[str, ...]] | None:
+    """(name, module, stop-margin constants) of the retry the worker calls, or None."""
+    for name, (module, constants) in RETRIES.items():
+        if _source_calls(worker, name + "(") and _optional(module, name) is not None:
+            return name, module, constants
+    return None
+
+
+def _stop_margin(retry: tuple[str, str, tuple[str, ...]], busy: float) -> tuple[float, str]:
+    """How long before the deadline the retry stops starting attempts, read from its module.
+
+    A retry that names no constants is taken to keep room for one whole attempt (one busy
+    timeout): that figure is derived, and says so.
+    """
+    _name, module, constants = retry
+    values = [_number(_optional(module, constant)) for constant in constants]
+    if constants and all(value is not None for value in values):
+        named = " + ".join(f"{module}.{constant}" for constant in constants)
+        return sum(v for v in values if v is not None), named
+    return busy, f"derived: one busy timeout ({module} names no stop margin)"
+
+
 def _facts(executions: Any) -> dict[str, Any]:
-    """The timeout budget and the adoption path, as the install has them."""
+    """The timeout budget and the adoption path, as the install's code has them."""
     busy, busy_source = _busy_timeout(executions)
     grace, grace_source = _grace(executions)
-    retry = _optional("cron.scheduler_adoption", "adopt_with_retry")
     worker = _worker_function()
-    if worker is not None:
-        path = "cron.scheduler._run_external_worker_payload"
-        retries = retry is not None and _source_calls(worker, "adopt_with_retry")
-    else:
-        path = "cron.scheduler_adoption.adopt_with_retry" if retry else "adopt_claimed_execution"
-        retries = retry is not None
-    reserve = _optional("cron.scheduler_adoption", "ACK_RESERVE_SECONDS")
-    if isinstance(reserve, int | float) and not isinstance(reserve, bool):
-        reserve_source = "cron.scheduler_adoption.ACK_RESERVE_SECONDS"
-    else:
-        reserve, reserve_source = DEFAULT_ACK_RESERVE, "assumed"
-    return {
+    launcher = _scheduler_function("_launch_external_cron_worker")
+    retry = _retry_in_place(worker)
+    facts: dict[str, Any] = {
         "grace_seconds": grace,
         "grace_source": grace_source,
         "busy_timeout_seconds": busy,
         "busy_timeout_source": busy_source,
-        "ack_reserve_seconds": float(reserve),
-        "ack_reserve_source": reserve_source,
-        "worker_path": path + (" -> adopt_with_retry" if retries else " (one attempt)"),
-        "worker_retries": retries,
-        # Retrying workers keep adopting until the gateway's deadline less the ack reserve; a
-        # worker that tries once has exactly one busy timeout.
-        "retry_budget_seconds": grace - float(reserve) if retries else busy,
+        "gateway_passes_deadline": _source_calls(launcher, "adoption_deadline"),
+        "worker_path": "cron.scheduler._run_external_worker_payload"
+        + (f" -> {retry[0]} ({retry[1]})" if retry else " (one attempt)"),
+        "worker_retries": retry is not None,
     }
+    if retry is None:
+        facts["retry_budget_seconds"] = busy
+        facts["retry_budget_source"] = "derived: one attempt, one busy timeout"
+        return facts
+    margin, margin_source = _stop_margin(retry, busy)
+    facts["stop_margin_seconds"] = margin
+    facts["stop_margin_source"] = margin_source
+    facts["retry_budget_seconds"] = grace - margin
+    facts["retry_budget_source"] = "derived: grace - stop margin"
+    return facts
+
+
+class _CapturedSpawn:
+    """Stands in for the worker process the launcher starts: it has already exited."""
+
+    pid = 0
+    returncode = 0
+
+    def poll(self) -> int:
+        return 0
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+def _launch_captured(launcher: Callable[..., Any], job: dict[str, Any]) -> dict[str, Any]:
+    """Run the install's own launcher for JOB, its spawn captured instead of run.
+
+    The launcher marks the hand-off pending and writes the worker payload exactly as the
+    gateway does; the payload is read at the moment it would spawn the worker. The launcher
+    then sees a worker that exited at once and gives up, which is expected here.
+    """
+    import subprocess as subprocess_module
+    from types import SimpleNamespace
+
+    seen: dict[str, Any] = {}
+    registry = _module("tools.process_registry")
+    if registry is None or not callable(getattr(registry, "restart_safe_gateway_child_argv", None)):
+        _fatal("tools.process_registry.restart_safe_gateway_child_argv not found")
+
+    def managed_dispatch(command: list[str], **_options: Any) -> Any:
+        return SimpleNamespace(mode="direct", argv=list(command))
+
+    def captured_popen(argv: list[str], *_args: Any, **_kwargs: Any) -> _CapturedSpawn:
+        argv = [str(arg) for arg in argv]
+        if "--external-worker-file" in argv:
+            payload = Path(argv[argv.index("--external-worker-file") + 1])
+            seen["payload"] = json.loads(payload.read_text(encoding="utf-8-sig"))
+            seen["launched_at"] = time.monotonic()
+        return _CapturedSpawn()
+
+    registry.restart_safe_gateway_child_argv = managed_dispatch
+    real_popen = subprocess_module.Popen
+    subprocess_module.Popen = captured_popen  # type: ignore[misc,assignment]
+    try:
+        launcher(job)
+    except Exception as exc:
+        if "payload" not in seen:
+            _fatal(f"the launcher failed before it spawned a worker: {type(exc).__name__}: {exc}")
+    finally:
+        subprocess_module.Popen = real_popen  # type: ignore[misc]
+    if "payload" not in seen:
+        _fatal("the launcher spawned no worker (it ran the job in-process?)")
+    return seen
 
 
 def role_gateway(count: int) -> None:
-    """Probe the budget; create COUNT executions and fence each for hand-off (as the gateway)."""
+    """Probe the budget; create COUNT executions and hand each to the install's launcher."""
     executions = _executions()
     facts = _facts(executions)
-    ids = []
+    launcher = _scheduler_function("_launch_external_cron_worker")
+    handoffs = []
     for _ in range(count):
         record = executions.create_execution(JOB_ID, source="patchkeeper-smoke")
-        if not executions.mark_execution_handoff_pending(record["id"]):
-            _fatal("mark_execution_handoff_pending refused our own fresh claim")
-        ids.append(record["id"])
-    reply({"facts": facts, "ids": ids})
+        job = {"id": JOB_ID, "name": "patchkeeper smoke", "execution_id": record["id"]}
+        seen = _launch_captured(launcher, job)
+        handoffs.append({
+            "id": record["id"],
+            "payload": seen["payload"],
+            # The gateway waits this long for the ack after spawning: its own deadline.
+            "gateway_deadline": seen["launched_at"] + facts["grace_seconds"],
+        })
+    reply({"facts": facts, "handoffs": handoffs})
 
 
 def _read_row(db: Path, execution_id: str) -> dict[str, Any] | None:
@@ -215,13 +314,13 @@ def _read_row(db: Path, execution_id: str) -> dict[str, Any] | None:
 
 
 class _Worker:
-    """One worker process's adoption, through the install's own worker path where it has one."""
+    """One worker process's adoption, through the install's own worker path."""
 
-    def __init__(self, execution_id: str, deadline: float, scratch: Path) -> None:
-        self.execution_id = execution_id
-        self.deadline = deadline
-        self.scratch = scratch
-        self.db = ledger_file(Path(os.environ["HERMES_HOME"]))
+    def __init__(self, payload_path: Path, scratch: Path) -> None:
+        self.payload_path = payload_path
+        payload = json.loads(payload_path.read_text(encoding="utf-8"))
+        self.execution_id = str(payload["job"]["execution_id"])
+        self.db = ledger_file(Path(payload["profile_home"]))
         self.calls: list[int | None] = []  # per adopt_claimed_execution call: error code or None
         self.job_ran_with: dict[str, Any] | None = None
         executions = _executions()
@@ -236,40 +335,11 @@ class _Worker:
             self.calls.append(None)
             return result
 
-        # Before cron.scheduler is imported, so a `from cron.executions import` sees it too.
+        # Before the worker path imports it, so every `from cron.executions import` sees it.
         executions.adopt_claimed_execution = counted
-        self.ack = scratch / f"{execution_id}.ready"
-        self.adopt, self.path = self._choose_path()
-
-    def _choose_path(self) -> tuple[Callable[[], bool], str]:
-        worker = _worker_function()
-        if worker is not None:
-            scheduler = sys.modules["cron.scheduler"]
-            scheduler.run_one_job = self._job_probe  # the job itself never runs
-            payload = self.scratch / f"{self.execution_id}.json"
-            job = {"id": JOB_ID, "execution_id": self.execution_id}
-            document = {
-                "job": job,
-                "profile_home": os.environ["HERMES_HOME"],
-                "adoption_deadline": self.deadline,
-            }
-            payload.write_text(json.dumps(document), encoding="utf-8")
-            return (lambda: bool(worker(payload, self.ack))), "_run_external_worker_payload"
-        retry = _optional("cron.scheduler_adoption", "adopt_with_retry")
-        if retry is not None:
-            retried = lambda: self._adopted(retry(self.execution_id, self.deadline))  # noqa: E731
-            return retried, "adopt_with_retry"
-        import cron.executions as executions
-
-        adopt = executions.adopt_claimed_execution
-        return (lambda: self._adopted(adopt(self.execution_id))), "adopt_claimed_execution"
-
-    def _adopted(self, row: Any) -> bool:
-        if row is None:
-            return False
-        self.ack.write_text(json.dumps({"pid": os.getpid(), "execution_id": self.execution_id}))
-        self._job_probe()
-        return True
+        self.ack = scratch / f"{self.execution_id}.ready"
+        self.worker = _worker_function()
+        sys.modules["cron.scheduler"].run_one_job = self._job_probe  # the job never runs
 
     def _job_probe(self, *args: Any, **kwargs: Any) -> bool:
         """Stands in for the job: what the ledger and the ack say when the job would start."""
@@ -286,7 +356,7 @@ class _Worker:
         start = time.monotonic()
         outcome, error, code = "refused", "", None
         try:
-            if self.adopt():
+            if self.worker(self.payload_path, self.ack):
                 outcome = "adopted"
         except Exception as exc:
             outcome, error, code = "raised", f"{type(exc).__name__}: {exc}", _error_code(exc)
@@ -300,13 +370,13 @@ class _Worker:
             "seconds": end - start,
             "calls": len(self.calls),
             "call_codes": self.calls,
-            "path": self.path,
+            "path": "_run_external_worker_payload",
             "job": self.job_ran_with,
         }
 
 
-def role_worker(execution_id: str, deadline: float, scratch: Path) -> None:
-    worker = _Worker(execution_id, deadline, scratch)
+def role_worker(payload_path: Path, scratch: Path) -> None:
+    worker = _Worker(payload_path, scratch)
     reply({"ready": True})
     sys.stdin.readline()  # "go": sent once the stage is set
     reply(worker.run())
@@ -449,16 +519,21 @@ class Check:
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.facts: dict[str, Any] = {}
         self.latency: dict[str, float] = {}
+        self.workers = 0
 
     # ------------------------------------------------------------ helpers
 
-    def start_worker(self, home: Path, execution_id: str, deadline: float) -> Role:
-        return Role(home, "worker", execution_id, repr(deadline), str(self.scratch))
+    def start_worker(self, payload: dict[str, Any]) -> Role:
+        """A worker for PAYLOAD (as the launcher wrote it), from a file of its own: the
+        worker path deletes its payload file, as upstream's does."""
+        self.workers += 1
+        path = self.scratch / f"payload-{self.workers}.json"
+        path.write_text(json.dumps(payload), encoding="utf-8")
+        return Role(Path(payload["profile_home"]), "worker", str(path), str(self.scratch))
 
-    def adopt(self, home: Path, execution_id: str) -> dict[str, Any]:
-        """Spawn a worker, let it adopt EXECUTION_ID at once, return what it saw."""
-        deadline = time.monotonic() + self.facts["grace_seconds"]
-        worker = self.start_worker(home, execution_id, deadline)
+    def adopt(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Spawn a worker, let it adopt its hand-off at once, return what it saw."""
+        worker = self.start_worker(payload)
         try:
             worker.read(time.monotonic() + ROLE_TIMEOUT)
             worker.send("go")
@@ -468,8 +543,9 @@ class Check:
 
     # ------------------------------------------------------------ the steps
 
-    def happy_path(self, execution_id: str) -> tuple[str, str]:
-        seen = self.adopt(self.ledger_home, execution_id)
+    def happy_path(self, handoff: dict[str, Any]) -> tuple[str, str]:
+        execution_id = handoff["id"]
+        seen = self.adopt(handoff["payload"])
         self.latency["happy_path"] = seen["seconds"]
         if seen["outcome"] != "adopted":
             return "fail", f"worker did not adopt a fresh hand-off: {_said(seen)}"
@@ -479,8 +555,8 @@ class Check:
         took = f"adopted in {seen['seconds']:.2f} s via {seen['path']}"
         return "pass", f"{took}; row running and ack written when the job started"
 
-    def compare_and_set(self, execution_id: str) -> tuple[str, str]:
-        seen = self.adopt(self.ledger_home, execution_id)
+    def compare_and_set(self, handoff: dict[str, Any]) -> tuple[str, str]:
+        seen = self.adopt(handoff["payload"])
         if seen["outcome"] != "refused":
             return "fail", f"second adoption of the same row was not refused: {_said(seen)}"
         if seen["calls"] > 1:
@@ -489,11 +565,12 @@ class Check:
             return "fail", f"refusal took {seen['seconds']:.2f} s (expected at once)"
         return "pass", f"refused in {seen['seconds']:.2f} s after {max(seen['calls'], 1)} call"
 
-    def lock_stall(self, execution_id: str, hold: float) -> tuple[str, str]:
-        grace = self.facts["grace_seconds"]
+    def lock_stall(self, handoff: dict[str, Any], hold: float) -> tuple[str, str]:
+        """The worker adopts during a stall; judged against the gateway's own deadline."""
+        execution_id, grace = handoff["id"], self.facts["grace_seconds"]
+        deadline = handoff["gateway_deadline"]
         spawned = time.monotonic()
-        deadline = spawned + grace
-        worker = self.start_worker(self.ledger_home, execution_id, deadline)
+        worker = self.start_worker(handoff["payload"])
         holder = Role(self.ledger_home, "holder", str(ledger_file(self.ledger_home)), repr(hold))
         try:
             worker.read(spawned + ROLE_TIMEOUT)
@@ -510,6 +587,8 @@ class Check:
         if seen["outcome"] == "adopted" and seen["end"] < released - 0.05:
             raise RoleError("adoption went through a held write lock: the stall was not staged")
         budget = f"{hold:.1f} s stall, {grace:.0f} s grace"
+        if not isinstance(handoff["payload"].get("adoption_deadline"), int | float):
+            budget += "; the gateway's payload carries no adoption_deadline"
         if seen["outcome"] != "adopted":
             return "fail", f"{_said(seen)} ({budget}): the hand-off is lost (#135487)"
         if seen["end"] > deadline:
@@ -521,18 +600,20 @@ class Check:
         calls = seen["calls"]
         return "pass", f"adopted in {seen['seconds']:.2f} s after {calls} call(s) ({budget})"
 
-    def error_classes(self) -> tuple[str, str]:
+    def error_classes(self, template: dict[str, Any]) -> tuple[str, str]:
         """Two ledgers that fail for reasons other than a lock; each must raise at once.
 
         A corrupt file (sqlite3.DatabaseError) and a table that lacks `started_at` (an
         OperationalError that is not busy: "no such column"), which catches a retry that
-        looks at the exception class instead of the SQLite result code.
+        looks at the exception class instead of the SQLite result code. Each worker gets the
+        launcher's payload (its deadline included), pointed at the broken ledger's home.
         """
         said = []
         for label, make in (("corrupt file", _corrupt_ledger), ("drifted table", _drifted_ledger)):
             home = self.home / label.replace(" ", "-")
             make(ledger_file(home))
-            seen = self.adopt(home, f"patchkeeper-smoke-{home.name}")
+            job = {**template["job"], "execution_id": f"patchkeeper-smoke-{home.name}"}
+            seen = self.adopt({**template, "job": job, "profile_home": str(home)})
             if label == "drifted table" and seen["outcome"] == "refused" and not _errors(seen):
                 said.append(f"{label}: not applicable (the install repaired the table)")
                 continue
@@ -626,30 +707,36 @@ def overall(steps: list[dict[str, Any]]) -> str:
 
 
 def budget_steps(facts: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chain: grace >= retry budget + ack reserve, and the budget outlasts a stall."""
+    """The chain: the gateway passes its deadline, the worker retries within it, and the
+    retry leaves room for two busy timeouts. Sources name where each figure was read."""
     grace, busy = facts["grace_seconds"], facts["busy_timeout_seconds"]
-    reserve, budget = facts["ack_reserve_seconds"], facts["retry_budget_seconds"]
-    retries = facts["worker_retries"]
-    assumed = [
-        what
-        for what, key in (("grace", "grace_source"), ("busy timeout", "busy_timeout_source"),
-                          ("ack reserve", "ack_reserve_source"))
-        if facts[key].startswith("assumed")
-    ]  # fmt: skip
-    note = f" ({', '.join(assumed)} assumed: not found in the install)" if assumed else ""
-    room = "" if retries else "; the worker adopts once, no retry"
-    return [
+    budget, retries = facts["retry_budget_seconds"], facts["worker_retries"]
+    passes = facts["gateway_passes_deadline"]
+    steps = [
         {
-            "name": "grace >= retry budget + ack reserve",
-            "verdict": "pass" if budget + reserve <= grace else "fail",
-            "detail": f"{grace:g} s >= {budget:g} s + {reserve:g} s{note}",
+            "name": "gateway passes its deadline",
+            "verdict": "pass" if passes else "fail",
+            "detail": "the launcher writes adoption_deadline into the worker payload"
+            if passes
+            else "the launcher writes no adoption_deadline: the worker cannot know when the "
+            "gateway stops waiting",
         },
         {
             "name": "retry budget >= 2 x busy timeout",
             "verdict": "pass" if retries and budget >= 2 * busy else "fail",
-            "detail": f"{budget:g} s vs {busy:g} s busy timeout{room}",
+            "detail": f"{budget:g} s ({facts['retry_budget_source']}) vs {busy:g} s busy timeout"
+            + ("" if retries else "; the worker adopts once, no retry"),
         },
     ]
+    if retries:
+        margin = facts["stop_margin_seconds"]
+        steps.append({
+            "name": "last attempt ends before the deadline",
+            "verdict": "pass" if margin >= busy else "fail",
+            "detail": f"stop margin {margin:g} s ({facts['stop_margin_source']}) >= "
+            f"{busy:g} s busy timeout; grace {grace:g} s ({facts['grace_source']})",
+        })
+    return steps
 
 
 def probe(home: Path) -> dict[str, Any]:
@@ -671,7 +758,7 @@ def full_run(home: Path) -> dict[str, Any]:
         failed = {"name": "setup", "verdict": "error", "detail": str(exc), "seconds": 0.0}
         return {"check": CHECK, "verdict": "error", "steps": [failed], "detail": str(exc)}
     check.facts = setup["facts"]
-    first, stalled = setup["ids"]
+    first, stalled = setup["handoffs"]
     busy, grace = check.facts["busy_timeout_seconds"], check.facts["grace_seconds"]
     hold = busy + STALL_MARGIN
     steps = [
@@ -683,7 +770,7 @@ def full_run(home: Path) -> dict[str, Any]:
         steps.append({"name": "3 lock stall", "verdict": "error", "detail": detail})
     else:
         steps.append(step("3 lock stall", lambda: check.lock_stall(stalled, hold)))
-    steps.append(step("4 error classification", check.error_classes))
+    steps.append(step("4 error classification", lambda: check.error_classes(first["payload"])))
     steps.append(step("5 schema once", check.schema_once))
     latency = {f"latency_{k}_seconds": round(v, 3) for k, v in check.latency.items()}
     return {
@@ -703,7 +790,7 @@ def main(argv: list[str]) -> int:
         if role == "gateway":
             role_gateway(int(args[0]))
         elif role == "worker":
-            role_worker(args[0], float(args[1]), Path(args[2]))
+            role_worker(Path(args[0]), Path(args[1]))
         elif role == "holder":
             role_holder(Path(args[0]), float(args[1]))
         elif role == "schema":

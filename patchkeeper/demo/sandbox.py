@@ -1,25 +1,25 @@
 """The sandbox: a practice upstream shaped like Hermes Agent, in real git repositories.
 
 It is built from source data shipped beside this module, written for patchkeeper (never
-copied from upstream):
+copied from upstream). Its hook points have the real upstream's names, signatures and
+layout, and the lines the bundled patches touch match the real files, so the sandbox runs
+the bundled Hermes patch set (`patches/`) unchanged:
 
-    upstream/            the first release (v0.21.5), file by file
+    upstream/            the first release (v0.21.3), file by file
     releases/TAG.diff    every later release as a diff on the one before; the text above
                          the first `diff --git` line is the release's commit message
-    patchset/            the practice patch set: series, patches, defaults
-
-The sandbox's patch set gets the smoke checks of the bundled Hermes patch set: one check,
-written against upstream's names, serves both the practice and the real upstream.
 
 Commits are made with plumbing in a bare repository (no work tree, no checkout), with fixed
-names and dates, so every build yields the same commit shas: the patches' `Base:` fields
-name them. What each release does to the practice patches:
+names and dates, so every build yields the same commit shas. What each release does to the
+bundled patches:
 
-    v0.21.5  the base: both patches apply cleanly
-    v0.22.0  code moved: both apply with an offset
-    v0.22.2  `_initialize_schema` renamed: schema-once's first variant conflicts
-    v0.23.0  upstream ships the adoption retry (upstream-has-it); schema-once's second
-             variant applies
+    v0.21.3  the base, shaped like real 0.21.3: both patches apply cleanly
+    v0.21.5  code moved down: both apply at an offset
+    v0.22.0  the worker moves to cron/scheduler_external_worker.py: adoption-retry's
+             split-layout variant applies
+    v0.23.0  upstream wires its own adopt_with_retry: adoption-retry is upstream-has-it
+             (by content); schema-once still applies
+    v0.24.0  `_connect` reformatted: schema-once conflicts
 """
 
 from __future__ import annotations
@@ -37,17 +37,17 @@ from patchkeeper.bundled import bundled_patches
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.errors import UserError
 
-TAGS = ("v0.21.5", "v0.22.0", "v0.22.2", "v0.23.0")
+TAGS = ("v0.21.3", "v0.21.5", "v0.22.0", "v0.23.0", "v0.24.0")
 RELEASE_DATES = {  # commit and tag dates: part of what makes the shas reproducible
-    "v0.21.5": "2026-09-01T12:00:00+00:00",
-    "v0.22.0": "2026-09-15T12:00:00+00:00",
-    "v0.22.2": "2026-09-22T12:00:00+00:00",
-    "v0.23.0": "2026-10-06T12:00:00+00:00",
+    "v0.21.3": "2026-09-14T12:00:00+00:00",
+    "v0.21.5": "2026-09-28T12:00:00+00:00",
+    "v0.22.0": "2026-10-12T12:00:00+00:00",
+    "v0.23.0": "2026-10-26T12:00:00+00:00",
+    "v0.24.0": "2026-11-09T12:00:00+00:00",
 }
 DATA = Path(__file__).resolve().parent
 UPSTREAM_TREE = DATA / "upstream"
 RELEASES = DATA / "releases"
-PATCHSET = DATA / "patchset"
 EXECUTABLES = frozenset({"hermes"})
 _SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc")
 _UPSTREAM = ("Hermes Practice Upstream", "upstream@sandbox.invalid")
@@ -67,7 +67,7 @@ class Sandbox:
     origin: Path  # bare repository: the upstream, every release tag, main at the published one
     install: Path  # shallow clone of origin's main, like the real installer makes
     home: Path  # HERMES_HOME for everything run in the sandbox
-    patches: Path  # the practice patch set, with a patchkeeper.toml for this sandbox
+    patches: Path  # a copy of the bundled Hermes patch set, with a patchkeeper.toml for here
 
     @property
     def config(self) -> Path:
@@ -101,6 +101,7 @@ class Sandbox:
             "[install]\n"
             f"path = {json.dumps(str(self.install))}\n"
             f"python = {json.dumps(sys.executable)}\n"
+            'version_file = "hermes_cli/__init__.py"\n'
             "\n"
             "[update]\n"
             'command = ["./hermes", "update", "--yes"]\n',
@@ -119,7 +120,7 @@ def _layout(root: Path) -> Sandbox:
     )
 
 
-def build_sandbox(root: Path, *, install_tag: str = "v0.21.5") -> Sandbox:
+def build_sandbox(root: Path, *, install_tag: str = TAGS[0]) -> Sandbox:
     """Build a sandbox in ROOT (new or empty); the install starts at INSTALL_TAG.
 
     Needs no network: origin is a local bare repository, cloned over file://.
@@ -133,8 +134,7 @@ def build_sandbox(root: Path, *, install_tag: str = "v0.21.5") -> Sandbox:
     sandbox.publish(install_tag)
     _clone_install(sandbox)
     sandbox.home.mkdir()
-    shutil.copytree(PATCHSET, sandbox.patches, ignore=_SKIPPED)
-    shutil.copytree(bundled_patches() / "smoke", sandbox.patches / "smoke", ignore=_SKIPPED)
+    shutil.copytree(bundled_patches(), sandbox.patches, ignore=_SKIPPED)
     sandbox.write_config()
     return sandbox
 

@@ -15,11 +15,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from hermes_constants import get_hermes_home
+from hermes_time import now as _hermes_now
 
 # Tests and profiles point this at another file. Read at transaction time, not import time.
 EXECUTIONS_FILE: Path | None = None
@@ -28,31 +28,15 @@ HANDOFF_ADOPTION_GRACE_SECONDS = 30.0
 _lock = threading.RLock()
 _PROCESS_ID = uuid.uuid4().hex
 
-# Columns added after the table first shipped: probed, and added when missing.
-_LATER_COLUMNS = (
-    ("handoff_pending", "handoff_pending INTEGER NOT NULL DEFAULT 0"),
-    ("handoff_started_at", "handoff_started_at REAL"),
-    ("delivery_outcome", "delivery_outcome TEXT"),
-    ("scheduled_instant", "scheduled_instant TEXT"),
-)
-
-
-def _db_path() -> Path:
-    return EXECUTIONS_FILE or get_hermes_home() / "cron" / "executions.db"
-
 
 def _connect() -> sqlite3.Connection:
-    # Late import: a scheduler that outlives an on-disk update keeps its old modules cached.
+    # Late imports: a scheduler that outlives an on-disk update keeps its old modules cached.
+    from cron.jobs import _ensure_cron_dir
     from hermes_cli.sqlite_util import open_db
 
-    path = _db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return open_db(
-        path,
-        db_label="cron/executions.db",
-        synchronous_full=True,
-        initialize=_initialize_schema,
-    )
+    path = EXECUTIONS_FILE or (get_hermes_home().resolve() / "cron" / "executions.db")
+    _ensure_cron_dir(path.parent)
+    return open_db(path, db_label="cron/executions.db", synchronous_full=True, initialize=_initialize_schema)
 
 
 def _initialize_schema(conn: sqlite3.Connection) -> None:
@@ -74,8 +58,12 @@ def _initialize_schema(conn: sqlite3.Connection) -> None:
              error TEXT
            )"""
     )
-    for column, ddl in _LATER_COLUMNS:
-        add_column_if_missing(conn, "executions", column, ddl)
+    # Columns added after the table first shipped.
+    add_column_if_missing(conn, "executions", "handoff_pending",
+                          "handoff_pending INTEGER NOT NULL DEFAULT 0")
+    add_column_if_missing(conn, "executions", "handoff_started_at", "handoff_started_at REAL")
+    add_column_if_missing(conn, "executions", "delivery_outcome", "delivery_outcome TEXT")
+    add_column_if_missing(conn, "executions", "scheduled_instant", "scheduled_instant TEXT")
     conn.execute(
         "CREATE INDEX IF NOT EXISTS idx_executions_job_claimed "
         "ON executions(job_id, claimed_at DESC, id DESC)"
@@ -95,7 +83,7 @@ def _transaction() -> Iterator[sqlite3.Connection]:
 
 
 def _now() -> str:
-    return datetime.now().astimezone().isoformat()
+    return _hermes_now().isoformat()
 
 
 def _fetch(conn: sqlite3.Connection, execution_id: str) -> dict[str, Any] | None:
@@ -124,15 +112,18 @@ def _prune_unlocked(conn: sqlite3.Connection) -> None:
     )
 
 
-def create_execution(job_id: str, *, source: str) -> dict[str, Any]:
+def create_execution(
+    job_id: str, *, source: str, scheduled_instant: str | None = None
+) -> dict[str, Any]:
     """Record a `claimed` attempt owned by this process, before anything is dispatched."""
     execution_id = uuid.uuid4().hex
     pid = os.getpid()
     with _transaction() as conn:
         conn.execute(
             """INSERT INTO executions
-               (id, job_id, source, process_id, pid, process_started_at, status, claimed_at)
-               VALUES (?, ?, ?, ?, ?, ?, 'claimed', ?)""",
+               (id, job_id, source, process_id, pid, process_started_at, status, claimed_at,
+                scheduled_instant)
+               VALUES (?, ?, ?, ?, ?, ?, 'claimed', ?, ?)""",
             (
                 execution_id,
                 str(job_id),
@@ -141,6 +132,7 @@ def create_execution(job_id: str, *, source: str) -> dict[str, Any]:
                 pid,
                 _process_start_time(pid),
                 _now(),
+                scheduled_instant,
             ),
         )
         record = _fetch(conn, execution_id)
@@ -178,7 +170,11 @@ def adopt_claimed_execution(execution_id: str) -> dict[str, Any] | None:
 
 
 def finish_execution(
-    execution_id: str, *, success: bool, error: str | None = None
+    execution_id: str,
+    *,
+    success: bool,
+    error: str | None = None,
+    delivery_outcome: str | None = None,
 ) -> dict[str, Any] | None:
     """Write the terminal state once, as the attempt's owner; None if not ours or final."""
     status = "completed" if success else "failed"
@@ -186,9 +182,10 @@ def finish_execution(
     with _transaction() as conn:
         cur = conn.execute(
             """UPDATE executions
-               SET status=?, finished_at=?, error=?, handoff_pending=0, handoff_started_at=NULL
+               SET status=?, finished_at=?, error=?, delivery_outcome=?, handoff_pending=0,
+                   handoff_started_at=NULL
                WHERE id=? AND status IN ('claimed','running') AND process_id=? AND pid=?""",
-            (status, _now(), detail, execution_id, _PROCESS_ID, os.getpid()),
+            (status, _now(), detail, delivery_outcome, execution_id, _PROCESS_ID, os.getpid()),
         )
         if cur.rowcount != 1:
             return None

@@ -1,1 +1,4 @@
-"""Hermes Agent's command line."""
+"""Hermes Agent's command line (practice upstream)."""
+
+__version__ = "0.21.3"
+__release_date__ = "2026.9.14"

@@ -7,28 +7,29 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-DEFAULT_BUSY_TIMEOUT_MS = 5000
-
 
 def open_db(
     path: Path | str,
     *,
     db_label: str,
-    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    busy_timeout_ms: int = 5000,
     synchronous_full: bool = False,
     initialize: Callable[[sqlite3.Connection], None] | None = None,
 ) -> sqlite3.Connection:
-    """One new autocommit connection: busy timeout, WAL, durability, then `initialize`.
+    """One new connection: busy timeout, WAL, durability, then `initialize(conn)`.
 
-    `initialize(conn)` runs on every connection opened here. Callers that open a connection
-    per call pay for their schema script on every call.
+    `initialize` runs on every connection opened here, so a caller that opens a connection
+    per call pays for its schema script on every call.
     """
-    conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
-    conn.row_factory = sqlite3.Row
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000)
     try:
+        conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={'FULL' if synchronous_full else 'NORMAL'}")
+        if synchronous_full:
+            conn.execute("PRAGMA synchronous=FULL")
         if initialize is not None:
             initialize(conn)
     except BaseException as exc:
@@ -38,34 +39,29 @@ def open_db(
     return conn
 
 
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+    """Commit on success, roll back on error, and always close CONN.
+
+    A deferred transaction takes the write lock at its first write; a writer that cannot
+    get it within the busy timeout fails there with "database is locked".
+    """
+    try:
+        if immediate:
+            conn.execute("BEGIN IMMEDIATE")
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
 def add_column_if_missing(conn: sqlite3.Connection, table: str, column: str, ddl: str) -> bool:
-    """Add COLUMN (defined by DDL) to TABLE unless a probe finds it; True when added here."""
-    if column in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-        return False
+    """Add COLUMN (defined by DDL) to TABLE; False when it is there already."""
+    del column  # named for the reader of the call site
     try:
         conn.execute(f"ALTER TABLE {table} ADD COLUMN {ddl}")
     except sqlite3.OperationalError as exc:
         if "duplicate column name" not in str(exc).lower():
             raise
-        return False  # another process added it between the probe and the ALTER
+        return False
     return True
-
-
-@contextlib.contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """An IMMEDIATE write transaction on CONN, which is closed afterwards.
-
-    IMMEDIATE takes the write lock up front: at most one writer proceeds, and a writer that
-    cannot get the lock within the busy timeout fails here with "database is locked".
-    """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            with contextlib.suppress(sqlite3.OperationalError):  # SQLite may have rolled back
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-    finally:
-        conn.close()

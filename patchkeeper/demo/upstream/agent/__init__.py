@@ -1,0 +1,1 @@
+"""The agent runtime (practice: only what the cron worker touches)."""

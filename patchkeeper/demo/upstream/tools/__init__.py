@@ -1,0 +1,1 @@
+"""Tools the agent runs (practice: process dispatch only)."""
