@@ -9,12 +9,23 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hermes")
     commands = parser.add_subparsers(dest="command", required=True)
     update = commands.add_parser("update", help="update this checkout from origin")
-    update.add_argument("--yes", "-y", action="store_true",
-                        help="restore local changes without asking (this practice copy never asks)")  # fmt: skip
-    update.add_argument("--keep-stash", action="store_true",
-                        help="leave local changes in the stash instead of re-applying them")  # fmt: skip
-    update.add_argument("--branch", metavar="NAME", default=None,
-                        help="follow origin's branch NAME instead of the latest release")  # fmt: skip
+    update.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="restore local changes without asking (this practice copy never asks)",
+    )
+    update.add_argument(
+        "--keep-stash",
+        action="store_true",
+        help="leave local changes in the stash instead of re-applying them",
+    )
+    update.add_argument(
+        "--branch",
+        metavar="NAME",
+        default=None,
+        help="follow origin's branch NAME instead of the latest release",
+    )
     commands.add_parser("version", help="print the version of this checkout")
     return parser
 

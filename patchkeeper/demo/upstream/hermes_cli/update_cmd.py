@@ -118,8 +118,9 @@ def _untracked() -> set[str]:
 
 def _latest_release() -> tuple[str | None, str]:
     """(tag, commit) of the release at origin's main tip; (None, tip) when none is tagged."""
-    listing = _git("ls-remote", "origin", f"refs/heads/{RELEASE_BRANCH}", "refs/tags/v*",
-                   network=True).stdout  # fmt: skip
+    listing = _git(
+        "ls-remote", "origin", f"refs/heads/{RELEASE_BRANCH}", "refs/tags/v*", network=True
+    ).stdout
     tip = None
     tagged: dict[str, str] = {}
     for line in listing.splitlines():
@@ -424,8 +425,10 @@ def _fetch_target(receipt: dict[str, Any], branch: str | None) -> str | None:
     if tag:
         print(f"→ Latest release: {tag}")
     else:
-        print(f"→ Latest release: none tagged at origin's {RELEASE_BRANCH}; "
-              f"following its tip {sha[:12]}")  # fmt: skip
+        print(
+            f"→ Latest release: none tagged at origin's {RELEASE_BRANCH}; "
+            f"following its tip {sha[:12]}"
+        )
     print("→ Fetching updates...")
     _git("fetch", "-q", "--no-tags", "origin", sha, network=True)
     return sha
