@@ -56,8 +56,9 @@ def command(directory: Path | None) -> int:
     click.echo(
         f"  origin.git    a bare 'upstream' with releases {', '.join(TAGS)}\n"
         f"  hermes-agent  the install: a shallow clone at {TAGS[0]}, like the real installer\n"
-        "  patches       a practice patch set: adoption-retry (retry ledger adoption while\n"
-        "                SQLite is busy) and schema-once (initialise the schema once per process)"
+        "  patches       the bundled Hermes patch set: adoption-retry (retry ledger adoption\n"
+        "                while SQLite is busy) and schema-once (initialise the schema once per\n"
+        "                process), written against the real upstream's lines"
     )
 
     say("1. status before anything: the fixes are not in the install yet (exit 5 if run alone)")
@@ -71,9 +72,10 @@ def command(directory: Path | None) -> int:
 
     sandbox.fetch_tags()
     say("4. check against every upstream release, without touching the install")
-    render_table(check_refs(install.path, patch_set, TAGS))
+    render_table(check_refs(install.path, patch_set, TAGS, settings.version_file))
 
-    say("5. upstream releases v0.22.0; the timer runs `patchkeeper update`, not `hermes update`")
+    say("5. upstream releases v0.22.0 (the worker moves to a module of its own); the timer runs\n"
+        "   `patchkeeper update`, not `hermes update`")
     click.echo(
         "  The operator also has an edit of their own (hermes_constants.py). patchkeeper takes\n"
         "  its patches out, keeps the edit in a ref, runs ./hermes update, puts every patch\n"
