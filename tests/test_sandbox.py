@@ -19,23 +19,35 @@ from pathlib import Path
 import pytest
 
 from patchkeeper.bundled import bundled_patches
-from patchkeeper.demo.sandbox import PATCHSET, TAGS, Sandbox, build_sandbox
+from patchkeeper.demo.sandbox import TAGS, Sandbox, build_sandbox
 from patchkeeper.errors import UserError
 
-ADOPTION = "adoption-retry.patch"
-SCHEMA_OLD = "schema-once/upto-0.22.patch"
-SCHEMA_NEW = "schema-once/from-0.23.patch"
+PATCHSET = bundled_patches()  # the sandbox's patches/ is a copy of it
+ADOPTION = "adoption-retry/scheduler-0.21.patch"
+ADOPTION_SPLIT = "adoption-retry/split-0.22.patch"
+SCHEMA = "schema-once.patch"
+# Base fields name the real upstream commits the patches were written on, not sandbox shas.
+REAL_BASES = {
+    ADOPTION: "00067189dfecf833d4d009c2dd977ae85cf800e0",
+    ADOPTION_SPLIT: "f510b2a0d773579b5c8836d7f7cc049ae4c8edd2",
+    SCHEMA: "03165b901963a1970197cbf45ac80fd6e3e447c3",
+}
 
 # The gateway's side of a hand-off, run with the install's code: one payload per argument.
 GATEWAY = """
-import json, sys, time
+import json, os, sys, time
 from pathlib import Path
 from cron.executions import create_execution, mark_execution_handoff_pending
 for payload in sys.argv[1:]:
     execution_id = create_execution("practice-job", source="test")["id"]
     assert mark_execution_handoff_pending(execution_id)
     job = {"id": "practice-job", "execution_id": execution_id, "prompt": "hello"}
-    Path(payload).write_text(json.dumps({"job": job, "adoption_deadline": time.monotonic() + 30}))
+    Path(payload).write_text(json.dumps({  # the keys the install's own launcher writes
+        "job": job,
+        "profile_home": str(Path(os.environ["HERMES_HOME"]).resolve()),
+        "multiplex_active": False,
+        "adoption_deadline": time.monotonic() + 30,
+    }))
     print(execution_id)
 """
 # Another process holding the ledger's write lock: ARGV = database, seconds.
@@ -83,8 +95,12 @@ def hermes(sandbox: Sandbox, *args: str) -> subprocess.CompletedProcess:
 
 
 def receipts(sandbox: Sandbox) -> list[tuple[str, dict]]:
+    """Every update receipt; latest.json must repeat the newest one byte for byte."""
     folder = sandbox.home / "logs" / "update_receipts"
-    return [(path.name, json.loads(path.read_text())) for path in sorted(folder.glob("*.json"))]
+    found = sorted(folder.glob("update_*.json"))
+    if found:
+        assert (folder / "latest.json").read_bytes() == found[-1].read_bytes()
+    return [(path.name, json.loads(path.read_text())) for path in found]
 
 
 def header(patch: str, field: str) -> str:
@@ -99,14 +115,14 @@ def header(patch: str, field: str) -> str:
 
 def test_origin_holds_every_release_and_main_is_at_the_first(sandbox: Sandbox) -> None:
     assert out(sandbox.origin, "tag", "-l").split() == list(TAGS)
-    assert out(sandbox.origin, "rev-parse", "main") == commit_of(sandbox, "v0.21.5")
+    assert out(sandbox.origin, "rev-parse", "main") == commit_of(sandbox, "v0.21.3")
     assert out(sandbox.origin, "rev-parse", "--is-bare-repository") == "true"
 
 
 def test_install_is_a_shallow_clone_of_main_at_the_first_release(sandbox: Sandbox) -> None:
     install = sandbox.install
     assert out(install, "rev-parse", "--is-shallow-repository") == "true"
-    assert out(install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.21.5")
+    assert out(install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.21.3")
     assert out(install, "rev-parse", "--abbrev-ref", "HEAD@{upstream}") == "origin/main"
     assert out(install, "remote", "get-url", "origin") == sandbox.origin.as_uri()
     assert out(install, "status", "--porcelain") == ""
@@ -115,15 +131,17 @@ def test_install_is_a_shallow_clone_of_main_at_the_first_release(sandbox: Sandbo
     assert sandbox.home.is_dir() and not any(sandbox.home.iterdir())
 
 
-def test_builds_are_reproducible_and_patch_bases_name_the_releases(
+def test_builds_are_reproducible_and_patch_bases_name_real_upstream_commits(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     again = build_sandbox(tmp_path / "again", install_tag="v0.23.0")
     assert [commit_of(again, tag) for tag in TAGS] == [commit_of(sandbox, tag) for tag in TAGS]
     assert out(again.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.23.0")
-    assert header(ADOPTION, "Base") == commit_of(sandbox, "v0.21.5")
-    assert header(SCHEMA_OLD, "Base") == commit_of(sandbox, "v0.21.5")
-    assert header(SCHEMA_NEW, "Base") == commit_of(sandbox, "v0.23.0")
+    sandbox_commits = {commit_of(sandbox, tag) for tag in TAGS}
+    for patch, base in REAL_BASES.items():
+        assert header(patch, "Base") == base
+        assert base not in sandbox_commits
+        assert (sandbox.patches / patch).read_bytes() == (PATCHSET / patch).read_bytes()
 
 
 def test_patch_set_carries_the_bundled_smoke_checks(sandbox: Sandbox) -> None:
@@ -140,11 +158,11 @@ def test_a_copied_sandbox_points_at_itself(sandbox: Sandbox, sandbox_template: S
     sandbox.publish("v0.22.0")
     assert git(sandbox.install, "fetch", "-q", "origin", "main").returncode == 0
     assert out(sandbox.install, "rev-parse", "origin/main") == commit_of(sandbox, "v0.22.0")
-    assert out(sandbox_template.origin, "rev-parse", "main") == commit_of(sandbox, "v0.21.5")
+    assert out(sandbox_template.origin, "rev-parse", "main") == commit_of(sandbox, "v0.21.3")
 
 
 def test_fetch_tags_brings_every_release_into_the_install(sandbox: Sandbox) -> None:
-    assert out(sandbox.install, "tag", "-l").split() == ["v0.21.5"]
+    assert out(sandbox.install, "tag", "-l").split() == ["v0.21.3"]
     sandbox.fetch_tags()
     assert out(sandbox.install, "tag", "-l").split() == list(TAGS)
 
@@ -171,14 +189,16 @@ def apply_check(
 @pytest.mark.parametrize(
     ("patch", "tag", "expected"),
     [
-        (ADOPTION, "v0.21.5", "applies"),
-        (ADOPTION, "v0.22.0", "offset"),
-        (ADOPTION, "v0.22.2", "offset"),
-        (ADOPTION, "v0.23.0", "upstream-has-it"),
-        (SCHEMA_OLD, "v0.21.5", "applies"),
-        (SCHEMA_OLD, "v0.22.0", "offset"),
-        (SCHEMA_OLD, "v0.22.2", "conflict"),
-        (SCHEMA_NEW, "v0.23.0", "applies"),
+        (ADOPTION, "v0.21.3", "offset"),  # real upstream line numbers: offset even at base
+        (ADOPTION, "v0.21.5", "offset"),
+        (ADOPTION_SPLIT, "v0.22.0", "applies"),
+        (ADOPTION_SPLIT, "v0.23.0", "upstream-has-it"),
+        (ADOPTION_SPLIT, "v0.24.0", "upstream-has-it"),
+        (SCHEMA, "v0.21.3", "offset"),
+        (SCHEMA, "v0.21.5", "offset"),
+        (SCHEMA, "v0.22.0", "offset"),
+        (SCHEMA, "v0.23.0", "offset"),
+        (SCHEMA, "v0.24.0", "conflict"),
     ],
 )
 def test_practice_patch_against_release(
@@ -189,13 +209,44 @@ def test_practice_patch_against_release(
     if expected in ("applies", "offset"):
         assert forward.returncode == 0, forward.stderr
         assert ("(offset " in forward.stderr) == (expected == "offset"), forward.stderr
-    elif expected == "upstream-has-it":
+    elif expected == "upstream-has-it":  # by content: every Upstream-Has line is in the tree
         assert forward.returncode != 0
-        assert reverse.returncode == 0, reverse.stderr
+        claims = upstream_has(patch)
+        assert claims
+        for path, needle in claims:
+            assert needle in out(sandbox.origin, "show", f"{tag}:{path}"), (path, needle)
     else:
         assert forward.returncode != 0 and reverse.returncode != 0
-        merged = apply_check(sandbox, tmp_path, tag, patch, "--3way")
-        assert merged.returncode != 0 and "with conflicts" in merged.stderr
+        # The Base is a real upstream commit (its blobs are not in the sandbox), so the 3-way
+        # attempt runs on the same fix rebuilt on the previous release's blobs.
+        previous = TAGS[TAGS.index(tag) - 1]
+        rebuilt = rebuild_on(sandbox, tmp_path, previous, patch)
+        env = {"GIT_INDEX_FILE": str(tmp_path / f"index-3way-{tag}")}
+        assert git(sandbox.origin, "read-tree", tag, env=env).returncode == 0
+        merged = git(sandbox.origin, "apply", "--cached", "--3way", str(rebuilt), env=env)
+        assert merged.returncode != 0 and "with conflicts" in merged.stderr, merged.stderr
+
+
+def upstream_has(patch: str) -> list[tuple[str, str]]:
+    """The (file, text) pairs of PATCH's Upstream-Has header."""
+    text = (PATCHSET / patch).read_text()
+    block = re.search(r"^Upstream-Has:\n((?: .+\n)+)", text, re.MULTILINE)
+    assert block, f"{patch} has no Upstream-Has"
+    return [tuple(line.strip().split(": ", 1)) for line in block.group(1).splitlines()]
+
+
+def rebuild_on(sandbox: Sandbox, scratch: Path, tag: str, patch: str) -> Path:
+    """PATCH applied to TAG's tree and diffed again: the same change, with sandbox blobs."""
+    env = {"GIT_INDEX_FILE": str(scratch / f"index-rebuild-{tag}")}
+    assert git(sandbox.origin, "read-tree", tag, env=env).returncode == 0
+    applied = git(sandbox.origin, "apply", "--cached", str(PATCHSET / patch), env=env)
+    assert applied.returncode == 0, applied.stderr
+    tree = git(sandbox.origin, "write-tree", env=env).stdout.strip()
+    diff = git(sandbox.origin, "diff", "--full-index", f"{tag}^{{tree}}", tree)
+    assert diff.returncode == 0 and diff.stdout, diff.stderr
+    rebuilt = scratch / f"rebuilt-{tag}.patch"
+    rebuilt.write_text(diff.stdout)
+    return rebuilt
 
 
 # ---------------------------------------------------------------- hermes update
@@ -210,41 +261,44 @@ def test_update_fast_forwards_a_clean_install(sandbox: Sandbox) -> None:
     assert out(sandbox.install, "stash", "list") == ""
     [(_, receipt)] = receipts(sandbox)
     assert receipt["outcome"] == "success" and receipt["exit_code"] == 0
+    assert all(step.pop("at") for step in receipt["steps"])  # when each step ran
     assert receipt["steps"] == []
     assert receipt["post_update"] == commit_of(sandbox, "v0.22.0")
 
 
 def test_update_restores_local_changes_the_release_leaves_alone(sandbox: Sandbox) -> None:
     assert git(sandbox.install, "apply", str(PATCHSET / ADOPTION)).returncode == 0
-    sandbox.publish("v0.22.0")
+    sandbox.publish("v0.21.5")
     result = hermes(sandbox, "update", "--yes")
     assert result.returncode == 0, result.stderr
     assert "Local changes restored" in result.stdout
-    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.22.0")
+    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.21.5")
     undo = git(sandbox.install, "apply", "--check", "--reverse", str(PATCHSET / ADOPTION))
     assert undo.returncode == 0, "the patch is no longer in the work tree"
     assert out(sandbox.install, "stash", "list") == ""
     [(_, receipt)] = receipts(sandbox)
     [step] = receipt["steps"]
+    assert step.pop("at")  # when the step ran
     assert step["name"] == "local_changes_stash" and step["ok"] is True
     assert step["detail"].startswith("restored: ")
 
 
 def test_update_parks_conflicting_local_changes_and_still_exits_0(sandbox: Sandbox) -> None:
-    for patch in (ADOPTION, SCHEMA_OLD):  # one of them adds an untracked file
+    for patch in (ADOPTION, SCHEMA):  # one of them adds an untracked file
         assert git(sandbox.install, "apply", str(PATCHSET / patch)).returncode == 0
-    sandbox.publish("v0.22.2")
+    sandbox.publish("v0.24.0")
     result = hermes(sandbox, "update", "--yes")
     assert result.returncode == 0, result.stderr
     assert "parked: restore hit conflicts" in result.stdout
-    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.22.2")
+    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.24.0")
     assert out(sandbox.install, "status", "--porcelain") == "", "restore is all or nothing"
     [entry] = out(sandbox.install, "stash", "list", "--format=%H %s").splitlines()
     stash, subject = entry.split(" ", 1)
     assert re.fullmatch(r"On main: hermes-update-autostash-\d{8}-\d{6}", subject)
     [(name, receipt)] = receipts(sandbox)
-    assert re.fullmatch(r"update_\d{8}_\d{6}_[0-9a-f]+\.json", name)
+    assert re.fullmatch(r"update_\d{8}_\d{6}_\d+_[0-9a-f]{32}\.json", name)
     assert receipt["outcome"] == "success" and receipt["exit_code"] == 0
+    assert all(step.pop("at") for step in receipt["steps"])  # when each step ran
     assert receipt["steps"] == [
         {
             "name": "local_changes_stash",
@@ -299,7 +353,7 @@ def ledger_status(sandbox: Sandbox, execution_id: str) -> str:
         return row.fetchone()[0]
 
 
-@pytest.mark.parametrize("patches", [(), (ADOPTION,), (ADOPTION, SCHEMA_OLD)])
+@pytest.mark.parametrize("patches", [(), (ADOPTION,), (ADOPTION, SCHEMA)])
 def test_worker_adopts_acks_and_completes(
     sandbox: Sandbox, tmp_path: Path, patches: tuple[str, ...]
 ) -> None:
