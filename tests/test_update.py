@@ -20,7 +20,8 @@ from tests.helpers import GIT_ID, bare_hermes_update, git
 
 USER_README = "\nA note the operator keeps locally.\n"
 USER_FILE = "local-notes.txt"
-OLD_PRUNE = "             WHERE status IN ('completed','failed','unknown')\n"
+# v0.22.0 inserts its terminal-state constants right below this line: an edit here conflicts.
+PROCESS_ID_LINE = "_PROCESS_ID = uuid.uuid4().hex\n"
 
 
 def quiet(sandbox: Sandbox, *, smoke: bool = False) -> Sandbox:
@@ -121,7 +122,7 @@ def test_update_carries_patches_and_user_edits_to_a_new_version(box: Sandbox) ->
     box.publish("v0.22.0")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
-    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}
+    assert outcomes_of(doc) == {"adoption-retry": "applied", "schema-once": "applied-offset"}
     assert user_edits_present(box)
     assert git(box.install, "stash", "list") == ""
     assert doc["install"]["head_before"] != doc["install"]["head_after"]
@@ -142,23 +143,24 @@ def test_update_text_report_streams_upstream_output_after_a_phase_line(box: Sand
     proc = pk(box, "update")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert out.index("[4/10] upstream") < out.index("Update complete") < out.index("[5/10]")
+    assert out.index("[4/10] upstream") < out.index("Code updated") < out.index("[5/10]")
     assert "smoke: not configured" in out and "applied-offset" in out
 
 
 def test_update_to_a_conflicting_version_reports_file_and_hunk_exit_3(box: Sandbox) -> None:
     applied(box)
     with_user_edits(box)
-    box.publish("v0.22.2")
+    box.publish("v0.24.0")
     code, doc = pk_json(box, "update")
     assert code == 3
     results = {p["name"]: p for p in doc["patches"]}
-    assert results["adoption-retry"]["outcome"] == "applied-offset"
+    assert results["adoption-retry"]["outcome"] == "upstream-has-it"
     assert results["schema-once"]["outcome"] == "conflict"
     conflict = results["schema-once"]["conflicts"][0]
     assert conflict["file"] == "cron/executions.py" and conflict["hunk"] >= 1
     assert user_edits_present(box)
-    assert patch_presence(box, "adoption-retry.patch") == "present"
+    assert doc["install"]["version_after"] == "0.24.0"
+    assert patch_presence(box, "schema-once.patch") != "partial"  # never half applied
     assert git(box.install, "stash", "list") == ""
 
 
@@ -167,9 +169,9 @@ def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> 
     box.publish("v0.23.0")  # hermes update fetches the branch only: no tags come with it
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
-    assert outcomes_of(doc) == {"adoption-retry": "upstream-has-it", "schema-once": "applied"}
+    assert outcomes_of(doc) == {"adoption-retry": "upstream-has-it", "schema-once": "applied-offset"}
     assert any("adoption-retry" in n and "retire" in n for n in doc["notes"])
-    assert doc["install"]["version_after"] == "0.23.0"  # so the from-0.23 variant was chosen
+    assert doc["install"]["version_after"] == "0.23.0"  # read from the new version file
     assert any("v0.23.0" in n and "tagged" in n for n in doc["notes"])
 
 
@@ -197,8 +199,8 @@ def test_a_user_edit_that_conflicts_upstream_stays_in_a_named_ref_exit_5(box: Sa
     applied(box)
     with_user_edits(box)
     executions = box.install / "cron/executions.py"
-    executions.write_text(executions.read_text().replace(OLD_PRUNE, OLD_PRUNE.replace(
-        "'unknown'", "'unknown','lost'")))  # fmt: skip
+    executions.write_text(executions.read_text().replace(
+        PROCESS_ID_LINE, PROCESS_ID_LINE + "_LOCAL_STATES = ('unknown','lost')\n"))  # fmt: skip
     box.publish("v0.22.0")
     proc = pk(box, "update")
     assert proc.returncode == 5, proc.stdout + proc.stderr
@@ -207,7 +209,7 @@ def test_a_user_edit_that_conflicts_upstream_stays_in_a_named_ref_exit_5(box: Sa
     (ref,) = run_refs(box).splitlines()
     assert ref.endswith("/edits")
     assert "'lost'" in git(box.install, "show", f"{ref}:cron/executions.py")
-    assert patch_presence(box, "schema-once/upto-0.22.patch") == "present"
+    assert patch_presence(box, "schema-once.patch") == "present"
     listing = pk(box, "leftovers")
     assert "set-aside" in listing.stdout and "user-content" in listing.stdout
 
@@ -218,18 +220,19 @@ def test_a_user_edit_that_conflicts_upstream_stays_in_a_named_ref_exit_5(box: Sa
     assert merged.returncode == 5, merged.stdout + merged.stderr
     text = executions.read_text()
     assert "<<<<<<<" in text and "'lost'" in text and "_TERMINAL_STATES" in text
-    assert patch_presence(box, "schema-once/upto-0.22.patch") == "present"
+    assert patch_presence(box, "schema-once.patch") == "present"
     assert run_refs(box) == ref  # kept until the person who resolves the markers drops it
 
 
 def _consistent_and_nothing_lost(box: Sandbox, head: str) -> None:
     assert git(box.install, "rev-parse", "HEAD") == head
     assert user_edits_present(box)
-    for variant in ("adoption-retry.patch", "schema-once/upto-0.22.patch"):
+    for variant in ("adoption-retry/scheduler-0.21.patch", "schema-once.patch"):
         assert patch_presence(box, variant) == "present"
     assert git(box.install, "stash", "list") == ""
     assert not journal_file(box).exists()
-    assert pk(box, "status").returncode == 0
+    status = pk(box, "status")  # the update asked for did not happen: never green
+    assert status.returncode == 5 and "did not happen" in status.stdout
 
 
 def test_upstream_command_that_fails_is_reported_and_nothing_is_lost(box: Sandbox) -> None:
@@ -280,23 +283,23 @@ def test_upstream_command_that_cannot_start_is_a_failure(box: Sandbox) -> None:
     code, doc = pk_json(box, "update")
     assert code == 5 and "could not start" in doc["upstream"]["error"]
     assert git(box.install, "rev-parse", "HEAD") == head
-    assert pk(box, "status").returncode == 0
+    assert pk(box, "status").returncode == 5  # the update did not happen
 
 
 def test_preview_stops_before_touching_anything_unless_forced(box: Sandbox) -> None:
     applied(box)
     with_user_edits(box)
-    box.publish("v0.22.2")
+    box.publish("v0.24.0")
     box.fetch_tags()
     head = git(box.install, "rev-parse", "HEAD")
-    code, doc = pk_json(box, "update", "--preview", "v0.22.2")
+    code, doc = pk_json(box, "update", "--preview", "v0.24.0")
     assert code == 3 and doc["upstream"] is None
     assert outcomes_of(doc)["schema-once"] == "conflict"
     assert git(box.install, "rev-parse", "HEAD") == head
-    assert "initialize_schema_once" in (box.install / "cron/executions.py").read_text()
+    assert "once_per_database" in (box.install / "cron/executions.py").read_text()
     assert not journal_file(box).exists()
 
-    code, doc = pk_json(box, "update", "--preview", "v0.22.2", "--force")
+    code, doc = pk_json(box, "update", "--preview", "v0.24.0", "--force")
     assert code == 3 and doc["upstream"]["exit_status"] == 0
     assert git(box.install, "rev-parse", "HEAD") != head
 
@@ -332,7 +335,7 @@ def test_post_apply_commands_run_after_the_patches_are_back(box: Sandbox, tmp_pa
     applied(box)
     box.publish("v0.22.0")
     seen = tmp_path / "seen"
-    check = f"grep -c initialize_schema_once cron/executions.py > {seen}"
+    check = f"grep -c once_per_database cron/executions.py > {seen}"
     set_command(box, ["./hermes", "update", "--yes"],
                 extra=f'\npost_apply = [["sh", "-c", "{check}"], ["false"]]')  # fmt: skip
     code, doc = pk_json(box, "update")
@@ -349,7 +352,7 @@ def test_update_passes_extra_args_to_the_upstream_command(box: Sandbox) -> None:
     # The updater really got it: it fetched that branch, failed, and nothing moved.
     assert doc["upstream"]["exit_status"] not in (0, None)
     assert any("no-such-branch" in line for line in doc["upstream"]["tail"])
-    assert code == 5 and doc["install"]["version_after"] == "0.21.5"
+    assert code == 5 and doc["install"]["version_after"] == "0.21.3"
 
 
 def test_update_with_smoke_checks_runs_them(sandbox: Sandbox) -> None:
@@ -381,8 +384,8 @@ def test_a_user_edit_in_a_patched_file_is_merged_back_with_the_patch(box: Sandbo
     assert code == 0, doc["attention"]
     assert doc["restore"]["restored"] == ["cron/scheduler.py"]
     assert scheduler.read_text().endswith("\n# operator: local tweak\n")
-    assert patch_presence(box, "adoption-retry.patch") == "present"
-    assert "list_executions" in (box.install / "cron/executions.py").read_text()  # v0.22.0
+    assert patch_presence(box, "adoption-retry/split-0.22.patch") == "present"
+    assert "_TERMINAL_STATES" in (box.install / "cron/executions.py").read_text()  # v0.22.0
 
 
 def test_a_parked_stash_of_user_content_is_kept_and_restorable(box: Sandbox) -> None:
@@ -424,4 +427,4 @@ def test_a_smoke_check_that_fails_or_cannot_check_is_exit_4(
     code, doc = pk_json(box, "update")
     assert (code, doc["smoke"]["status"]) == (4, status), doc["smoke"]
     assert doc["smoke"]["checks"][0]["name"] == "probe"
-    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}
+    assert outcomes_of(doc) == {"adoption-retry": "applied", "schema-once": "applied-offset"}
