@@ -169,7 +169,10 @@ def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> 
     box.publish("v0.23.0")  # hermes update fetches the branch only: no tags come with it
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
-    assert outcomes_of(doc) == {"adoption-retry": "upstream-has-it", "schema-once": "applied-offset"}
+    assert outcomes_of(doc) == {
+        "adoption-retry": "upstream-has-it",
+        "schema-once": "applied-offset",
+    }
     assert any("adoption-retry" in n and "retire" in n for n in doc["notes"])
     assert doc["install"]["version_after"] == "0.23.0"  # read from the new version file
     assert any("v0.23.0" in n and "tagged" in n for n in doc["notes"])
