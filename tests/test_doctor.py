@@ -57,10 +57,11 @@ def test_unpatched_the_patches_and_the_budget_chain_do_not_hold(doctor_sandbox: 
     assert [name for name, f in findings.items() if not f["ok"]] == ["patches", "timeout budget"]
     budget = findings["timeout budget"]
     assert budget["summary"] == (
-        "chain does NOT hold: grace 30 s, retry budget 5 s, ack reserve 2 s, busy timeout 5 s"
+        "chain does NOT hold: grace 30 s, retry budget 5 s, busy timeout 5 s"
     )
     assert (
-        "ledger_adoption: retry budget >= 2 x busy timeout: fail, 5 s vs 5 s busy timeout; "
+        "ledger_adoption: retry budget >= 2 x busy timeout: fail, "
+        "5 s (derived: one attempt, one busy timeout) vs 5 s busy timeout; "
         "the worker adopts once, no retry" in budget["details"]
     )
     assert budget["facts"]["ledger_adoption"]["worker_retries"] is False
@@ -80,7 +81,7 @@ def test_patched_everything_holds_on_one_screen(doctor_sandbox: Sandbox) -> None
     assert len(lines) < 25  # one screen
     budget = next(line for line in lines if "timeout budget" in line)
     assert budget.split(None, 3)[-1] == (
-        "chain holds: grace 30 s, retry budget 28 s, ack reserve 2 s, busy timeout 5 s"
+        "chain holds: grace 30 s, retry budget 24 s, stop margin 6 s, busy timeout 5 s"
     )
 
 
@@ -94,7 +95,8 @@ def test_a_grace_too_short_for_a_retry_breaks_the_chain(doctor_sandbox: Sandbox)
     assert report.exit_code == 5
     assert findings["timeout budget"].summary.startswith("chain does NOT hold: grace 9 s")
     assert (
-        "ledger_adoption: retry budget >= 2 x busy timeout: fail, 7 s vs 5 s busy timeout"
+        "ledger_adoption: retry budget >= 2 x busy timeout: fail, "
+        "3 s (derived: grace - stop margin) vs 5 s busy timeout"
         in findings["timeout budget"].details
     )
 
@@ -102,13 +104,14 @@ def test_a_grace_too_short_for_a_retry_breaks_the_chain(doctor_sandbox: Sandbox)
 def test_a_probe_that_cannot_check_is_not_ok(doctor_sandbox: Sandbox) -> None:
     patched(doctor_sandbox)
     executions = doctor_sandbox.install / "cron" / "executions.py"
-    executions.write_text(executions.read_text().replace("def create_execution(", "def create("))
+    text = executions.read_text()
+    executions.write_text(text.replace("def adopt_claimed_execution(", "def adopt("))
     report, findings = diagnosed(doctor_sandbox)
     assert "timeout budget" in failing(report)
     assert findings["timeout budget"].summary == "chain does NOT hold"
     assert findings["timeout budget"].details == [
         "ledger_adoption: read the budget: error, "
-        "cron.executions has no create_execution() (upstream renamed it?)"
+        "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"
     ]
 
 
@@ -120,7 +123,8 @@ def test_leftovers_in_git_are_named(doctor_sandbox: Sandbox) -> None:
     patched(doctor_sandbox)
     install = doctor_sandbox.install
     (install / "cron" / "scheduler.py").write_text("# edited by hand\n")
-    git(install, "stash", "push", "-q", "-m", "hermes-update-autostash-20261001-120000")
+    stash = ("stash", "push", "-q", "--include-untracked")  # new patch files go too
+    git(install, *stash, "-m", "hermes-update-autostash-20261001-120000")
     autostash = git(install, "rev-parse", "stash@{0}")
     (install / "hermes_constants.py").write_text("# my own work\n")
     git(install, "stash", "push", "-q", "-m", "my own work")
@@ -205,7 +209,7 @@ def test_no_install_and_no_interpreter_are_findings_not_tracebacks(
 def test_an_update_that_ended_with_a_conflict_is_not_ok(sandbox: Sandbox) -> None:
     patched(sandbox)
     shutil.rmtree(sandbox.patches / "smoke")  # not under test here, and slow on purpose
-    sandbox.publish("v0.22.2")
+    sandbox.publish("v0.24.0")
     update = run_cli("update", "--install", sandbox.install, "--patches", sandbox.patches)
     assert update.returncode == 3, update.stdout + update.stderr
     report, findings = diagnosed(sandbox)
@@ -216,10 +220,10 @@ def test_an_update_that_ended_with_a_conflict_is_not_ok(sandbox: Sandbox) -> Non
 
 def test_an_update_stopped_by_its_preview_is_reported_as_such(sandbox: Sandbox) -> None:
     patched(sandbox)
-    sandbox.publish("v0.22.2")
+    sandbox.publish("v0.24.0")
     sandbox.fetch_tags()
     args = ("--install", sandbox.install, "--patches", sandbox.patches)
-    assert run_cli("update", "--preview", "v0.22.2", *args).returncode == 3
+    assert run_cli("update", "--preview", "v0.24.0", *args).returncode == 3
     _, findings = diagnosed(sandbox)
     assert not findings["last update"].ok
     assert findings["last update"].summary.endswith(
@@ -323,6 +327,8 @@ def test_the_interpreter_probe_leaves_no_helper_behind(
 def test_an_install_whose_version_is_unknown_is_not_ok(sandbox: Sandbox) -> None:
     for tag in git(sandbox.install, "tag", "--list").split():
         git(sandbox.install, "tag", "-d", tag)
+    version_file = sandbox.install / "hermes_cli" / "__init__.py"  # the version file goes too
+    version_file.write_text(version_file.read_text().replace("__version__ = ", "__vers = "))
     report, findings = diagnosed(sandbox)
     assert not findings["install"].ok and findings["install"].summary.endswith(
         "the version is unknown"

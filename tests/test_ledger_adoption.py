@@ -89,7 +89,7 @@ def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
     (result,) = report.results
     assert report.exit_code == 0, result
     assert verdicts(result) == dict.fromkeys(STEPS, "pass")
-    assert result.extra["worker_path"].endswith("-> adopt_with_retry")
+    assert result.extra["worker_path"].endswith("-> adopt_while_busy (cron.adoption_busy_retry)")
     stall = result.extra["latency_lock_stall_seconds"]
     assert 5.5 < stall < result.extra["grace_seconds"]  # past one busy timeout, then adopted
     assert "2 call(s)" in next(s.detail for s in result.steps if s.name == "3 lock stall")
@@ -108,19 +108,20 @@ def test_a_fix_that_retries_by_exception_class_fails_compare_and_set_and_classif
     edit(
         ledger_sandbox,
         "cron/scheduler.py",
-        "    adopted = adopt_claimed_execution(execution_id)\n",
-        "    import sqlite3, time\n"
-        "    for attempt in range(3):\n"
-        "        try:\n"
-        "            adopted = adopt_claimed_execution(execution_id)\n"
-        "        except sqlite3.OperationalError:\n"
-        "            if attempt == 2:\n"
-        "                raise\n"
-        "            time.sleep(0.1)\n"
-        "            continue\n"
-        "        if adopted is not None:\n"
-        "            break\n"
-        "        time.sleep(0.1)\n",
+        "            if adopt_claimed_execution(execution_id) is None:\n",
+        "            import sqlite3\n"
+        "            for attempt in range(3):\n"
+        "                try:\n"
+        "                    adopted = adopt_claimed_execution(execution_id)\n"
+        "                except sqlite3.OperationalError:\n"
+        "                    if attempt == 2:\n"
+        "                        raise\n"
+        "                    time.sleep(0.1)\n"
+        "                    continue\n"
+        "                if adopted is not None:\n"
+        "                    break\n"
+        "                time.sleep(0.1)\n"
+        "            if adopted is None:\n",
     )
     result = run_check(ledger_sandbox)
     assert verdicts(result) == {
@@ -147,8 +148,9 @@ def test_a_fix_that_retries_by_exception_class_fails_compare_and_set_and_classif
          "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"),
         ("cron/executions.py", "import os\n", "import os\nimport no_such_module\n",
          "cannot import cron.executions: ModuleNotFoundError: No module named 'no_such_module'"),
-        ("cron/scheduler.py", "import argparse\n", "import argparse\nimport no_such_dep\n",
-         "cannot import cron.scheduler: ModuleNotFoundError: No module named 'no_such_dep'"),
+        ("cron/scheduler.py", "import logging\n", "import logging\nimport no_such_dep\n",
+         # cron/__init__.py imports the scheduler, as upstream's does: the ledger fails with it
+         "cannot import cron.executions: ModuleNotFoundError: No module named 'no_such_dep'"),
     ],
 )  # fmt: skip
 def test_a_missing_upstream_function_is_could_not_check(
@@ -179,10 +181,10 @@ def test_the_hold_follows_the_installs_busy_timeout_through_upstream_chatter(
 
     Upstream code that prints on stdout (and stderr) as it imports confuses nothing.
     """
-    edit(ledger_sandbox, "hermes_cli/sqlite_util.py", "BUSY_TIMEOUT_MS = 5000",
-         "BUSY_TIMEOUT_MS = 1000")  # fmt: skip
-    edit(ledger_sandbox, "cron/scheduler.py", "import argparse\n",
-         "import argparse\nprint('RuntimeWarning: noise')\nprint('{}')\n"
+    edit(ledger_sandbox, "hermes_cli/sqlite_util.py", "busy_timeout_ms: int = 5000",
+         "busy_timeout_ms: int = 1000")  # fmt: skip
+    edit(ledger_sandbox, "cron/scheduler.py", "import logging\n",
+         "import logging\nprint('RuntimeWarning: noise')\nprint('{}')\n"
          "import sys\nprint('warning: chatter', file=sys.stderr)\n")  # fmt: skip
     result = run_check(ledger_sandbox)
     assert result.extra["busy_timeout_seconds"] == 1.0
@@ -190,3 +192,30 @@ def test_the_hold_follows_the_installs_busy_timeout_through_upstream_chatter(
     stall = next(s for s in result.steps if s.name == "3 lock stall")
     assert stall.verdict == "fail" and "database is locked after 1." in stall.detail
     assert verdicts(result)["1 happy path"] == "pass"
+
+
+def test_a_backport_that_forgets_the_gateway_hook_fails_the_stall_and_the_probe(
+    ledger_sandbox: Sandbox,
+) -> None:
+    """The worker retries, but the launcher writes no adoption_deadline: the retry has no
+    deadline to work to, the stall loses the hand-off, and the probe names the missing hook."""
+    patch_set = load_patch_set(ledger_sandbox.patches)
+    settings = load_settings(ledger_sandbox.patches)
+    install = open_install(ledger_sandbox.install)
+    apply_patches(install, settings, patch_set)
+    target = ledger_sandbox.install / "cron" / "scheduler.py"
+    lines = target.read_text().splitlines(keepends=True)
+    hook = [line for line in lines if '"adoption_deadline": time.monotonic()' in line]
+    assert len(hook) == 1, hook
+    target.write_text("".join(line for line in lines if line not in hook))
+    result = run_check(ledger_sandbox)
+    assert result.verdict == smoke.FAIL
+    assert verdicts(result)["3 lock stall"] == "fail"
+    assert verdicts(result)["1 happy path"] == "pass"
+    python = smoke.Interpreter(Path(sys.executable))
+    path = ledger_sandbox.patches / "smoke" / "ledger_adoption.py"
+    probed = smoke.run_check(python, ledger_sandbox.install, path, timeout=90, args=["--probe"])
+    assert probed.verdict == smoke.FAIL
+    gateway = next(s for s in probed.steps if s.name == "gateway passes its deadline")
+    assert gateway.verdict == "fail"
+    assert "writes no adoption_deadline" in gateway.detail
