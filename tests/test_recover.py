@@ -165,8 +165,9 @@ def _start_update(box: Sandbox) -> subprocess.Popen[bytes]:
 
 def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, tmp_path) -> None:
     gate = tmp_path / "gate"
+    # The updater outlives patchkeeper's pipe: its output goes to a file, not to a dead reader.
     set_command(box, ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; "
-                      "exec ./hermes update --yes"])  # fmt: skip
+                      f"exec ./hermes update --yes > {tmp_path / 'updater.log'} 2>&1"])  # fmt: skip
     update = _start_update(box)
     journal = journal_file(box)
     pgid = json.loads(journal.read_text())["upstream_pgid"]
@@ -202,7 +203,8 @@ def test_a_helper_left_in_the_updaters_group_does_not_keep_recover_busy(
     shutil.copy2(shutil.which("sleep") or "/bin/sleep", helper_bin)
     script = (
         f"{helper_bin} 300 & echo $! > {helper_file}; "
-        f"while [ ! -e {gate} ]; do sleep 0.05; done; exec ./hermes update --yes"
+        f"while [ ! -e {gate} ]; do sleep 0.05; done; "
+        f"exec ./hermes update --yes > {tmp_path / 'updater.log'} 2>&1"
     )
     set_command(box, ["sh", "-c", script])
     update = _start_update(box)
