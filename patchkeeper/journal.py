@@ -116,6 +116,18 @@ def load(state_dir: Path) -> Journal | None:
         ) from None
 
 
+def last_finished(state_dir: Path) -> Journal | None:
+    """The newest finished run's journal (run ids sort by time), or None; one that cannot be
+    read counts as none (status must still answer)."""
+    runs = sorted((state_dir / RUNS_DIR).glob(f"*/{JOURNAL_FILE}"))
+    if not runs:
+        return None
+    try:
+        return Journal(**json.loads(runs[-1].read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def begin_phase(state_dir: Path, journal: Journal, number: int) -> None:
     """Record that phase NUMBER starts (before it touches anything)."""
     journal.phase = number

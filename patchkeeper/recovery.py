@@ -1,11 +1,14 @@
 """`patchkeeper recover`: finish or roll back an update that was interrupted.
 
-The journal says how far the run got. Until the upstream command has moved HEAD, the way back
+The journal says how far the run got. Until the upstream command has started, the way back
 is exact and cheap: the `before` ref holds the whole work tree as it was (patches and the
 user's edits) and the run folder holds the state patchkeeper had, so both are put back as they
-were. Once HEAD has moved (or the upstream command finished), the way is forward: the run's
-own phases 5-10 (leftovers, apply, restore, smoke, post, report) are run again; each is
-idempotent, so it does not matter where inside them the crash happened.
+were. Once the upstream command has started, the run's own phases 5-10 (leftovers, apply,
+restore, smoke, post, report) are run again; each is idempotent, so it does not matter where
+inside them the crash happened. They go forward when the update happened (HEAD moved, or the
+upstream command succeeded), and back to the `before` snapshot when it did not (it failed,
+timed out or was interrupted with HEAD unmoved, or its merge was given up): then a half-done
+checkout is undone too, and recover says the update did not happen (exit 5) and how to retry.
 
 An upstream command that is still running is never taken for dead: recover says so (exit 6)
 and changes nothing. "Still running" means the group's leader, the pid the journal recorded,
@@ -23,13 +26,12 @@ from pathlib import Path
 
 from patchkeeper import exitcodes, git
 from patchkeeper import journal as jr
-from patchkeeper import leftovers as lo
 from patchkeeper.errors import BusyError
 from patchkeeper.lock import InstallLock, process_start_time
 from patchkeeper.patching import TreeReport, worktree_status
 from patchkeeper.processes import group_alive
-from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR
-from patchkeeper.update import STATE_BACKUP, UpdateOptions, UpdateReport, UpdateRun
+from patchkeeper.rollback import STATE_BACKUP, roll_back_tree
+from patchkeeper.update import UpdateOptions, UpdateReport, UpdateRun
 from patchkeeper.verdict import tree_exit_code
 from patchkeeper.workspace import Workspace
 
@@ -117,47 +119,33 @@ def _check_upstream(journal: jr.Journal) -> list[str]:
 
 
 def _goes_back(workspace: Workspace, journal: jr.Journal) -> bool:
+    """Whether the run never got as far as starting the upstream command (HEAD unmoved)."""
     if journal.phase < jr.UPSTREAM_PHASE:
         return True
+    started = (
+        journal.upstream_pgid is not None
+        or journal.upstream_ok is not None
+        or bool(journal.extra.get("upstream_starting"))
+    )
     moved = workspace.install.head() != journal.old_head
-    return journal.phase == jr.UPSTREAM_PHASE and journal.upstream_exit is None and not moved
-
-
-def _restore_state(workspace: Workspace, journal: jr.Journal) -> None:
-    """Put back applied.json and the written diffs as they were before the run."""
-    state_dir = workspace.install.state_dir
-    backup = journal.run_dir(state_dir) / STATE_BACKUP
-    (state_dir / APPLIED_FILE).unlink(missing_ok=True)
-    shutil.rmtree(state_dir / WRITTEN_DIR, ignore_errors=True)
-    if (backup / APPLIED_FILE).is_file():
-        shutil.copy2(backup / APPLIED_FILE, state_dir / APPLIED_FILE)
-    if (backup / WRITTEN_DIR).is_dir():
-        shutil.copytree(backup / WRITTEN_DIR, state_dir / WRITTEN_DIR)
+    return journal.phase == jr.UPSTREAM_PHASE and not started and not moved
 
 
 def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) -> None:
     install = workspace.install
-    before = git.rev_parse(install.path, journal.ref("before"))
-    if before is None:
+    if git.rev_parse(install.path, journal.ref("before")) is None:
         report.actions.append("nothing had been changed yet: the install is as it was")
     else:
         # A 3-way merge rather than an overwrite: edits made after the crash are kept too.
-        preview = lo.merge_preview(
-            install.path,
-            journal.old_head,
-            lo.worktree_tree(install),
-            lo.tree_of(install.path, before),
-        )
-        lo.write_merge(install, preview)
-        _restore_state(workspace, journal)
+        result = roll_back_tree(install, journal, updater_ran=False)
         report.actions.append(
             f"put the work tree back as it was before update {journal.id} "
             "(patches and your edits), and patchkeeper's record of what it wrote"
         )
-        if preview.conflicts:
-            report.kept = preview.conflicts
+        if result.conflicts:
+            report.kept = result.conflicts
             report.actions.append(
-                f"changed since the crash, so left as they are: {', '.join(preview.conflicts)}; "
+                f"changed since the crash, so left as they are: {', '.join(result.conflicts)}; "
                 f"their content before the update is in {journal.ref('before')} "
                 f"(see: git -C {install.path} diff {journal.ref('before')} -- FILE)"
             )
@@ -184,7 +172,12 @@ def recover(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> 
     if report.direction == OLD:
         roll_back(workspace, journal, report)
         return report
-    report.actions.append("the upstream command had run: finishing the update (phases 5-10)")
+    report.actions.append(
+        "the upstream command had started: settling the update (phases 5-10), forward when it "
+        "happened, back to the snapshot when it did not"
+    )
     run = UpdateRun(workspace, lock, options, journal)
     report.update = run.complete()
+    if report.update.rolled_back:
+        report.direction = OLD
     return report

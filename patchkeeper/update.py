@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from patchkeeper import exitcodes, git, nextstep
+from patchkeeper import exitcodes, git, gitlocks, nextstep
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper import outcomes as oc
@@ -39,8 +39,9 @@ from patchkeeper.install import (
     operation_in_progress,
 )
 from patchkeeper.lock import InstallLock
-from patchkeeper.patching import TreeReport, apply_patches
+from patchkeeper.patching import TreeReport, apply_patches, worktree_status
 from patchkeeper.processes import run_in_group
+from patchkeeper.rollback import STATE_BACKUP, roll_back_tree
 from patchkeeper.scratch import scratch_index
 from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
@@ -49,7 +50,6 @@ from patchkeeper.workspace import Workspace
 
 DEFAULT_TIMEOUT = 3600.0
 TAIL_LINES = 20
-STATE_BACKUP = "state"
 # Outcomes after which a patch's content is back in the tree (or no longer needed).
 BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
 
@@ -142,6 +142,13 @@ class UpdateReport:
     attention: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     finished: bool = False  # False: the journal stays for `recover`
+    not_done: str = ""  # why the update asked for did not happen (or not all of it)
+    rolled_back: bool = False  # the tree went back to the `before` snapshot on the old HEAD
+    retry: str = ""  # the command that runs this update again
+
+    @property
+    def update_done(self) -> bool:
+        return not self.not_done
 
     @property
     def patch_results(self) -> list[oc.PatchResult]:
@@ -262,6 +269,8 @@ class UpdateRun:
         self.journal = journal
         self.sink = _sink(options.as_json)
         self.report = UpdateReport(self.install, journal.id, journal.old_head, journal.old_version)
+        # A journal written before runs recorded it: the same update, without its options.
+        self.report.retry = journal.extra.get("retry") or retry_command(workspace, UpdateOptions())
 
     # -- helpers
 
@@ -418,39 +427,18 @@ class UpdateRun:
             self.journal.upstream_start_time = process_start_time(pid)
             jr.save(self.state_dir, self.journal)
 
+        # Said before it starts: a crash before `started` has recorded the pid must not read as
+        # "the upstream command never ran" (recover then rolls back as if it may have run).
+        self.journal.extra["upstream_starting"] = True
+        jr.save(self.state_dir, self.journal)
         result = run_streamed(command, self.install.path, timeout, self.sink, started)
         jr.checkpoint("4.1")
         self.report.upstream = result
         self.journal.upstream_exit = result.exit_status
         self.journal.upstream_ok = result.ok
+        self.journal.extra["upstream_said"] = result.describe()
         jr.save(self.state_dir, self.journal)
-        if result.timed_out:
-            self._remove_stale_index_lock(time.time() - result.seconds)
-        if not result.ok:
-            self.report.attention.append(
-                f"the upstream command failed ({result.describe()}): the install stays at "
-                f"{(self.install.head() or '?')[:12]}, your patches and edits are put back"
-            )
         return result.describe()
-
-    def _remove_stale_index_lock(self, since: float) -> None:
-        """A git killed with the updater's process group leaves index.lock behind.
-
-        Only a lock made while the killed updater ran is its own; an older one belongs to
-        someone else, and is left for the operator.
-        """
-        lock = self.install.git_dir / "index.lock"
-        try:
-            made = lock.stat().st_mtime
-        except FileNotFoundError:
-            return
-        if made >= since - 1:
-            lock.unlink(missing_ok=True)
-            self.report.notes.append(f"removed {lock} left by the killed upstream command")
-        else:
-            self.report.attention.append(
-                f"{lock} predates the update and was left alone; remove it once no git runs"
-            )
 
     # -- phases 5-10 (also how `recover` finishes a run)
 
@@ -475,9 +463,43 @@ class UpdateRun:
         )
         return summary or "nothing left behind"
 
-    def blocked(self) -> str | None:
-        """A git operation the updater left unfinished: applying now would mix into it."""
-        return operation_in_progress(self.install)
+    def blocked(self) -> tuple[str, str] | None:
+        """Why nothing may be written now, and what must happen first: a git lock file that a
+        live process may hold (a stale one is removed: gitlocks.py), or a git operation the
+        updater left unfinished (applying now would mix into it)."""
+        for lock in gitlocks.lock_files(self.install):
+            holders = gitlocks.holders(self.install, lock, self.journal.upstream_pgid)
+            if holders:
+                who = "; ".join(holder.describe() for holder in holders)
+                return f"{lock} is held by {who}, which may still change the install", (
+                    "once it has ended"
+                )
+            lock.unlink(missing_ok=True)
+            self.report.notes.append(
+                f"removed {lock}: no live process holds it (the updater's process group has "
+                "ended and no git works in the install)"
+            )
+        operation = operation_in_progress(self.install)
+        if operation is None:
+            return None
+        if self.install.head() == self.journal.old_head:
+            self.journal.extra["left_unfinished"] = operation
+            jr.save(self.state_dir, self.journal)
+        return operation, "finish or abort it with git"
+
+    def not_done(self) -> str:
+        """Why the update asked for did not happen (or not all of it), or "" when it did."""
+        journal = self.journal
+        unmoved = self.install.head() == journal.old_head
+        if journal.upstream_ok is False:
+            said = journal.extra.get("upstream_said") or f"exit {journal.upstream_exit}"
+            return f"the upstream command failed ({said})"
+        if journal.upstream_ok is None:  # patchkeeper died while the upstream command ran
+            return "the upstream command was interrupted before it finished" if unmoved else ""
+        left = journal.extra.get("left_unfinished")
+        if left and unmoved:
+            return f"the upstream command left this unfinished, and it was given up: {left}"
+        return ""
 
     def apply(self) -> str:
         self._learn_release_tags()
@@ -584,40 +606,116 @@ class UpdateRun:
                 )
         return f"{len(self.report.post)} command(s)"
 
+    def roll_back(self) -> str:
+        """Phase 6 when the update did not happen: the `before` snapshot, exactly, on the old
+        HEAD (rollback.py); what a half-done checkout left is undone, nothing else is lost."""
+        result = roll_back_tree(self.install, self.journal, updater_ran=True)
+        jr.checkpoint("6.1")
+        self.report.rolled_back = True
+        self.report.tree = worktree_status(self.install, self.ws.settings, self.ws.patch_set)
+        self._settle_leftovers({r.name: r.outcome for r in self.report.tree.results})
+        where = f"git -C {nextstep.shell(self.install.path)}"
+        if result.checkout:
+            self.report.notes.append(
+                f"undid what the interrupted checkout left: {len(result.checkout)} file(s) of "
+                "the new release written or removed"
+            )
+        if result.foreign:
+            self.report.attention.append(
+                f"changed while the upstream command ran, not by patchkeeper and not as in the "
+                f"release it fetched, so kept as they are: {', '.join(result.foreign)}; look at "
+                f"them with: {where} status -- {nextstep.shell(*result.foreign)}"
+            )
+        if result.conflicts:
+            self.journal.extra["keep_before"] = True
+            jr.save(self.state_dir, self.journal)
+            ref = self.journal.ref("before")
+            self.report.attention.append(
+                f"changed since the update started, so left as they are: "
+                f"{', '.join(result.conflicts)}; their content before the update is in {ref}; "
+                f"compare with: {where} diff {ref} -- {nextstep.shell(*result.conflicts)}"
+            )
+        if self.journal.edits_ref:  # the snapshot holds the edits: their ref is not needed
+            git.run(["update-ref", "-d", self.journal.edits_ref], self.install.path, check=False)
+            self.journal.edits_ref = None
+            jr.save(self.state_dir, self.journal)
+        return (
+            f"back to the snapshot of the work tree before the update: {len(result.written)} "
+            f"file(s) put back, {len(result.checkout)} of a half-done checkout undone"
+        )
+
     def finish(self) -> None:
         """Phase 10: the run is complete; the snapshot is no longer needed."""
         info = install_version(self.install, self.ws.settings)
         self.report.head_after = self.install.head()
         self.report.version_after = str(info)
-        if self.journal.before_ref:
+        if self.journal.before_ref and not self.journal.extra.get("keep_before"):
             git.run(["update-ref", "-d", self.journal.before_ref], self.install.path, check=False)
         shutil.rmtree(self.journal.run_dir(self.state_dir) / STATE_BACKUP, ignore_errors=True)
         self.report.finished = True
-        self.journal.extra["exit_code"] = self.report.exit_code()  # for doctor, later
+        # For status and doctor, later: whether the update asked for happened, and how to retry.
+        self.journal.extra["exit_code"] = self.report.exit_code()
+        self.journal.extra["not_done"] = self.report.not_done
+        self.journal.extra["rolled_back"] = self.report.rolled_back
+        self.journal.extra["head_after"] = self.report.head_after
         jr.save(self.state_dir, self.journal)
         jr.finish(self.state_dir, self.journal)
 
+    def _blocked_report(self, what: str, how: str) -> UpdateReport:
+        """Stop before phase 6; the journal stays, so `recover` finishes the run later."""
+        for number in range(6, 11):
+            self.skip(number, what)
+        failed = self.journal.upstream_ok is False
+        after = f" (after {self.not_done()})" if failed else ""
+        recover = nextstep.command(
+            "recover", install=self.install.path, patches=self.ws.patch_set.root
+        )
+        self.report.attention.append(
+            f"{what}{after}: patches not applied, your edits stay in "
+            f"{self.journal.edits_ref or '(none)'}; {how}, then run: {recover}"
+        )
+        self.report.head_after = self.install.head()
+        return self.report
+
     def complete(self) -> UpdateReport:
-        """Phases 5-10: find leftovers, apply, restore, smoke, post, report."""
+        """Phases 5-10: find leftovers, apply, restore, smoke, post, report.
+
+        When the update asked for did not happen and HEAD is where it was (the upstream
+        command failed, timed out, was killed, or its merge was given up), phase 6 rolls the
+        tree back to the `before` snapshot instead of applying the patch set again, and the
+        run ends with the command that retries it.
+        """
         self.phase(5, self.leftovers)
         blocked = self.blocked()
         if blocked:
-            for number in range(6, 11):
-                self.skip(number, blocked)
-            self.report.attention.append(
-                f"{blocked}: patches not applied, your edits stay in "
-                f"{self.journal.edits_ref or '(none)'}; finish or abort it with git, then run "
-                "`patchkeeper recover`"
-            )
-            self.report.head_after = self.install.head()
-            return self.report
-        self.phase(6, self.apply)
-        self.phase(7, self.restore)
+            return self._blocked_report(*blocked)
+        self.report.not_done = self.not_done()
+        back = bool(self.report.not_done) and self.install.head() == self.journal.old_head
+        if back:
+            self.phase(6, self.roll_back)
+            self.phase(7, lambda: "your edits came back with the snapshot")
+        else:
+            self.phase(6, self.apply)
+            self.phase(7, self.restore)
         self.phase(8, self.smoke)
-        if self.journal.upstream_ok is False:
-            self.skip(9, "the upstream command failed")
+        if self.report.not_done:
+            self.skip(9, "the update did not happen" if back else "the upstream command failed")
         else:
             self.phase(9, self.post)
+        if back:
+            self.report.attention.insert(
+                0,
+                f"the update did not happen: {self.report.not_done}; the install is back at "
+                f"{self.journal.old_version} ({self.journal.old_head[:12]}) with its patches and "
+                f"your edits as they were; retry: {self.report.retry}",
+            )
+        elif self.report.not_done:
+            self.report.attention.insert(
+                0,
+                f"the update did not finish: {self.report.not_done} after moving HEAD to "
+                f"{(self.install.head() or '?')[:12]}; its later steps may not have run; "
+                f"retry: {self.report.retry}",
+            )
         self.phase(10, lambda: "done")
         self.finish()
         return self.report
@@ -642,10 +740,23 @@ def start_journal(workspace: Workspace) -> jr.Journal:
     )
 
 
+def retry_command(workspace: Workspace, options: UpdateOptions) -> str:
+    """The command that runs this update again, as it was asked for."""
+    words: list[str] = ["update"]
+    if options.preview:
+        words += ["--preview", options.preview]
+    if options.timeout:
+        words += ["--timeout", f"{options.timeout:g}"]
+    return nextstep.command(
+        *words, install=workspace.install.path, patches=workspace.patch_set.root, rest=options.args
+    )
+
+
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
     """The whole update. The caller holds the install through `locked_for_writing`, whose
     refusals (git busy, an unfinished update) came before anything changed."""
     journal = start_journal(workspace)
+    journal.extra["retry"] = retry_command(workspace, options)
     run = UpdateRun(workspace, lock, options, journal)
     try:
         run.phase(1, run.preflight)

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -198,6 +199,84 @@ def killed(proc: subprocess.CompletedProcess[str]) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
 
 
+# ---------------------------------------------------------------- 2: recover remembers
+
+
+@pytest.mark.parametrize("failure", ["exit-1", "timeout"])
+@pytest.mark.parametrize("phase", ["5", "6", "8"])
+def test_recover_after_a_failed_updater_says_the_update_did_not_happen(
+    world: World, phase: str, failure: str
+) -> None:
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    old, before = w.head(), work_tree(w)
+    w.set_updater('git("fetch", "-q", "origin")\n' + (
+        "sys.exit(1)\n" if failure == "exit-1" else "time.sleep(60)\n"
+    ))  # fmt: skip
+    timeout = ["--timeout", "1"] if failure == "timeout" else []
+    killed(pk(w, "update", *timeout, env={"PATCHKEEPER_STOP_AT_PHASE": phase}))
+
+    code, doc = pk_json(w, "recover")
+    assert code == 5, doc
+    assert doc["direction"] == "old" and "new version" not in doc["meaning"]
+    assert "did not happen" in doc["meaning"]
+    assert w.head() == old and work_tree(w) == before
+    line = one_line(doc["attention"], "did not happen")
+    retry = command_in(line)
+
+    code, status = pk_json(w, "status")
+    assert code == 5, status
+    assert command_in(one_line(status["notes"], "did not happen")) == retry
+
+    w.set_updater(GOOD_UPDATER)
+    proc = paste(w, retry)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert w.head() == w.tip()
+    assert pk(w, "status").returncode == 0
+
+
+def test_status_is_not_green_after_an_update_that_did_not_happen(world: World) -> None:
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    old = w.head()
+    w.set_updater('print("upstream says: boom"); sys.exit(7)\n')
+    code, doc = pk_json(w, "update")
+    assert code == 5 and doc["update_done"] is False
+    retry = command_in(one_line(doc["attention"], "did not happen", "exit 7"))
+    assert w.head() == old
+    code, status = pk_json(w, "status")
+    assert code == 5 and command_in(one_line(status["notes"], "did not happen")) == retry
+    w.set_updater(GOOD_UPDATER)
+    assert paste(w, retry).returncode == 0 and w.head() == w.tip()
+    assert pk(w, "status").returncode == 0
+
+
+def test_an_updater_that_leaves_a_merge_that_is_aborted_did_not_update(world: World) -> None:
+    w = world
+    # A local commit on the install that upstream's release conflicts with.
+    commit_files(w.install, {"lib/mod_003.py": "VALUE = 'local'\n"}, "local tweak")
+    applied_with_edits(w)
+    release_2(w)
+    old, before = w.head(), work_tree(w)
+    w.set_updater(
+        'git("fetch", "-q", "origin")\nsys.exit(git("merge", "origin/main", check=False))'
+    )
+    code, doc = pk_json(w, "update")
+    assert code == 5 and doc["finished"] is False
+    assert any("middle of a merge" in item for item in doc["attention"])
+
+    git(w.install, "merge", "--abort")  # the operator gives the merge up
+    code, doc = pk_json(w, "recover")
+    assert code == 5 and doc["direction"] == "old" and "new version" not in doc["meaning"]
+    assert w.head() == old and work_tree(w) == before
+    retry = command_in(one_line(doc["attention"], "did not happen"))
+    assert "--install" in retry
+    code, status = pk_json(w, "status")
+    assert code == 5 and any("did not happen" in note for note in status["notes"])
+
+
 # ---------------------------------------------------------------- 4: the interpreter
 
 
@@ -298,6 +377,137 @@ git("stash", "push", "-q", "--include-untracked", "-m", "other-updater: saved lo
     assert (w.install / "settings.local").read_text() == "kept by the other updater\n"
     assert pk(w, "leftovers").returncode == 0
     assert pk(w, "status").returncode == 0
+
+
+# ---------------------------------------------------------------- 8: a half-done checkout
+
+
+HALF_CHECKOUT = """
+git("fetch", "-q", "origin")
+# What a checkout killed half-way leaves: some of the new release's files written, some of
+# the old release's files gone, and git's index.lock.
+names = subprocess.run(["git", "diff", "--name-only", "HEAD", "origin/main"],
+                       capture_output=True, text=True, check=True).stdout.split()
+for name in names[: len(names) // 2]:
+    blob = subprocess.run(["git", "show", f"origin/main:{name}"], capture_output=True)
+    if blob.returncode == 0:
+        os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
+        open(name, "wb").write(blob.stdout)
+    elif os.path.exists(name):
+        os.unlink(name)
+open(".git/index.lock", "wb").close()
+"""
+
+
+def test_an_updater_killed_mid_checkout_is_rolled_back_exactly(world: World) -> None:
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    old, before = w.head(), work_tree(w)
+    w.set_updater(HALF_CHECKOUT + "os.kill(os.getpid(), signal.SIGKILL)\n")
+    code, doc = pk_json(w, "update")
+    assert code == 5, doc
+    assert doc["update_done"] is False and doc["rolled_back"] is True
+    assert w.head() == old and work_tree(w) == before
+    assert not (w.install / ".git/index.lock").exists()
+    assert git(w.install, "diff", "--cached", "--name-only") == ""  # the index is HEAD's
+    status = git(w.install, "status", "--porcelain", "--untracked-files=all")
+    assert status.splitlines() == ["M README.md", " M app.py", f"?? {USER_FILE}"]
+    retry = command_in(one_line(doc["attention"], "did not happen"))
+    assert pk(w, "status").returncode == 5
+
+    w.set_updater(GOOD_UPDATER)
+    proc = paste(w, retry)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert w.head() == w.tip()
+    assert (w.install / "app.py").read_text() == FIXED
+    assert (w.install / "README.md").read_text() == USER_README
+
+
+def test_recover_after_patchkeeper_and_its_updater_died_mid_checkout_is_exact(
+    world: World,
+) -> None:
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    old, before = w.head(), work_tree(w)
+    # The power cut: patchkeeper dies first (once its journal names the updater), then the
+    # updater, mid-checkout.
+    w.set_updater(
+        "import json\n"
+        "while json.load(open('.git/patchkeeper/journal.json'))['upstream_pgid'] != os.getpid():\n"
+        "    time.sleep(0.02)\n"
+        "os.kill(os.getppid(), signal.SIGKILL)\n"
+        + HALF_CHECKOUT
+        + "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed(pk(w, "update"))
+    journal = json.loads((w.install / ".git/patchkeeper/journal.json").read_text())
+    wait_until_gone(journal["upstream_pgid"])
+    code, doc = pk_json(w, "recover")
+    assert code == 5 and doc["direction"] == "old", doc
+    assert "did not happen" in doc["meaning"]
+    assert w.head() == old and work_tree(w) == before
+    assert not (w.install / ".git/index.lock").exists()
+    assert pk(w, "status").returncode == 5
+
+
+# ---------------------------------------------------------------- 9: a lock someone holds
+
+
+HOLDER = """
+import os, sys, time
+fd = os.open(os.path.join(sys.argv[1], ".git/index.lock"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+open(sys.argv[2], "w").write(str(os.getpid()))
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("holder", ["open-fd", "git-in-install"])
+def test_an_index_lock_a_live_process_holds_is_never_removed(world: World, holder: str) -> None:
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    old = w.head()
+    pid_file = w.root / "holder.pid"
+    if holder == "open-fd":  # not git, not in the install: it only keeps the lock open
+        script = w.root / "holder.py"
+        script.write_text(HOLDER)
+        start = (
+            f"subprocess.Popen({[sys.executable, str(script), str(w.install), str(pid_file)]!r},"
+            f" cwd={str(w.root)!r}, start_new_session=True)\n"
+        )
+    else:  # a git working in the install that made the lock and does not keep it open
+        fake_git = w.root / "bin" / "git"
+        fake_git.parent.mkdir()
+        shutil.copy2(shutil.which("sleep") or "/bin/sleep", fake_git)
+        start = (
+            "open('.git/index.lock', 'x').close()\n"
+            f"helper = subprocess.Popen([{str(fake_git)!r}, '300'], start_new_session=True)\n"
+            f"open({str(pid_file)!r}, 'w').write(str(helper.pid))\n"
+        )
+    # The holder has left the updater's process group (as a git started by something else
+    # would have); the updater then hangs and is killed at the timeout.
+    w.set_updater(
+        start + f"while not os.path.exists({str(pid_file)!r}): time.sleep(0.05)\ntime.sleep(60)\n"
+    )
+    lock = w.install / ".git/index.lock"
+    try:
+        code, doc = pk_json(w, "update", "--timeout", "2")
+        pid = int(pid_file.read_text())
+        assert lock.exists(), "removed a lock a live process holds"
+        assert code == 5, doc
+        line = one_line(doc["attention"], "index.lock", f"pid {pid}")
+        assert "patchkeeper recover" in command_in(line)
+        assert w.head() == old
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    time.sleep(0.2)
+    code, doc = pk_json(w, "recover")  # nobody holds it now: removed, and the run settled
+    assert not lock.exists()
+    assert code == 5 and doc["direction"] == "old" and "did not happen" in doc["meaning"]
+    assert any("index.lock" in action for action in doc["actions"] + doc.get("notes", []))
 
 
 # ---------------------------------------------------------------- 10: the racy snapshot

@@ -17,7 +17,7 @@ from patchkeeper.commands.common import (
 from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.commands.update import render_update, update_json
 from patchkeeper.lock import install_lock
-from patchkeeper.recovery import NEW, NOTHING, OLD, recover
+from patchkeeper.recovery import NEW, NOTHING, OLD, RecoverReport, recover
 from patchkeeper.report import emit_json
 from patchkeeper.update import UpdateOptions
 
@@ -25,10 +25,22 @@ _WHERE = {OLD: "the install is back at the old version", NEW: "the install is at
 _ALL_THERE = {OLD: "with its patches and your edits", NEW: "with the patches and your edits"}
 
 
-def meaning(direction: str, code: int) -> str:
-    """The result line: it claims everything is in place only when the exit code says so."""
+def meaning(report: RecoverReport, code: int) -> str:
+    """The result line: it claims everything is in place only when the exit code says so, and
+    never calls the install updated when the update did not happen."""
+    direction, update = report.direction, report.update
     if direction == NOTHING:
         return "nothing to recover"
+    if update is not None and not update.finished:
+        return f"the update is not finished (exit {code}): see above"
+    if update is not None and update.not_done and update.rolled_back:
+        return (
+            f"the update did not happen: {update.not_done}; the install is back at the old "
+            f"version, with its patches and your edits as they were (exit {code}); retry: "
+            f"{update.retry}"
+        )
+    if update is not None and update.not_done:
+        return f"the update did not finish: {update.not_done} (exit {code}); see above"
     if code == 0:
         return f"{_WHERE[direction]}, {_ALL_THERE[direction]}"
     return f"{_WHERE[direction]}, but not everything is in place (exit {code}): see above"
@@ -80,7 +92,7 @@ def command(
             "recover",
             code,
             direction=report.direction,
-            meaning=meaning(report.direction, code),
+            meaning=meaning(report, code),
             actions=report.actions,
             **extra,
         )
@@ -91,5 +103,5 @@ def command(
         render_update(report.update)
     elif report.tree is not None:
         render_tree(report.tree, "status after recover")
-    click.echo(f"result: {meaning(report.direction, code)}")
+    click.echo(f"result: {meaning(report, code)}")
     return code

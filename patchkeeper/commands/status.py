@@ -12,7 +12,9 @@ from patchkeeper.commands.common import install_option, json_option, open_worksp
 from patchkeeper.leftovers import find_leftovers, note_leftovers
 from patchkeeper.patching import TreeReport, worktree_status
 from patchkeeper.report import emit_json, patch_json, patch_lines
+from patchkeeper.update import UpdateOptions, retry_command
 from patchkeeper.verdict import tree_exit_code
+from patchkeeper.workspace import Workspace
 
 
 def render_tree(report: TreeReport, title: str) -> None:
@@ -42,6 +44,22 @@ def tree_json(report: TreeReport) -> dict:
     }
 
 
+def update_not_done(workspace: Workspace) -> str | None:
+    """The last update did not happen (or did not finish), and HEAD is still where that run
+    left it: the version asked for is not what runs. Its retry command goes with it."""
+    last = jr.last_finished(workspace.install.state_dir)
+    if last is None or not last.extra.get("not_done"):
+        return None
+    if workspace.install.head() != last.extra.get("head_after"):
+        return None  # something updated the install since
+    verb = "happen" if last.extra.get("rolled_back") else "finish"
+    retry = last.extra.get("retry") or retry_command(workspace, UpdateOptions())
+    return (
+        f"update {last.id} did not {verb}: {last.extra['not_done']}; the install is at "
+        f"{last.extra.get('head_after', '?')[:12]}; retry: {retry}"
+    )
+
+
 @click.command("status")
 @install_option
 @patches_option
@@ -68,6 +86,8 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
             f"update {unfinished.id} stopped in phase {unfinished.phase_label}: "
             "the tree is between versions; run `patchkeeper recover`",
         )
+    elif (missed := update_not_done(workspace)) is not None:
+        report.notes.insert(0, missed)
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
         code = exitcodes.worst(code, exitcodes.ATTENTION)

@@ -36,6 +36,10 @@ def update_json(report: UpdateReport) -> dict[str, Any]:
     return {
         "run": report.run_id,
         "finished": report.finished,
+        "update_done": report.update_done,
+        "not_done": report.not_done,
+        "rolled_back": report.rolled_back,
+        "retry": report.retry,
         "install": {
             "path": str(report.install.path),
             "head_before": report.head_before,

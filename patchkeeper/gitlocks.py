@@ -1,0 +1,130 @@
+"""git's lock files (`.git/index.lock`, `.git/HEAD.lock`, ...): who may still hold one.
+
+A git killed half-way (an updater stopped at its timeout, a power cut) leaves its lock file
+behind, and every later git command refuses to run until it is removed. But a lock file is
+also exactly what a live git is working under, and removing it then lets a second git write
+the same index at the same time. Its age says nothing about which it is (a checkout of a big
+release runs for minutes), so a lock file is removed only when nobody can hold it:
+
+- no process has the file open (git keeps the descriptor open while it works: /proc/*/fd),
+- no live process is left in the updater's process group (it may be about to write it),
+- no git process works in the install (its cwd, or a path argument, inside the install): a
+  git may hold the lock without an open descriptor between writing and renaming it.
+
+A process whose descriptors or cwd cannot be read is counted as a holder when it is a git.
+Linux /proc only; elsewhere nothing is ever removed (every lock counts as held).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchkeeper.install import Install
+
+_PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int
+    command: str
+    why: str
+
+    def describe(self) -> str:
+        return f"pid {self.pid} ({self.command}: {self.why})"
+
+
+def lock_files(install: Install) -> list[Path]:
+    """The lock files git leaves at the top of its directory (index.lock, HEAD.lock, ...)."""
+    return sorted(p for p in install.git_dir.glob("*.lock") if p.is_file() or p.is_symlink())
+
+
+def _stat(pid: str) -> tuple[str, int] | None:
+    """(state, process group), or None when the process is gone."""
+    try:
+        fields = (_PROC / pid / "stat").read_text().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[2])  # state, ppid, pgrp
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _argv(pid: str) -> list[str]:
+    try:
+        raw = (_PROC / pid / "cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _comm(pid: str) -> str:
+    try:
+        return (_PROC / pid / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _opens(pid: str, target: str) -> bool | None:
+    """Whether PID has TARGET open; None when its descriptors cannot be read."""
+    try:
+        fds = os.listdir(_PROC / pid / "fd")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            link = os.readlink(_PROC / pid / "fd" / fd)
+            if link in (target, f"{target} (deleted)"):
+                return True
+    return False
+
+
+def _inside(path: str, roots: tuple[Path, ...]) -> bool:
+    candidate = Path(path.split("=", 1)[-1]) if path.startswith("--") else Path(path)
+    if not candidate.is_absolute():
+        return False
+    return any(candidate == root or root in candidate.parents for root in roots)
+
+
+def _is_git(pid: str, argv: list[str]) -> bool:
+    name = Path(argv[0]).name if argv else ""
+    return _comm(pid) == "git" or name == "git" or name.startswith("git-")
+
+
+def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> list[Holder]:
+    """Every live process that holds, or may hold, LOCK (see the module's docstring)."""
+    if not (_PROC / "self" / "fd").is_dir():
+        return [Holder(0, "?", "no /proc here: who holds it cannot be checked")]
+    roots = (install.path, install.git_dir)
+    found = []
+    for entry in _PROC.iterdir():
+        pid = entry.name
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        stat = _stat(pid)
+        if stat is None or stat[0] in ("Z", "X"):
+            continue
+        argv = _argv(pid)
+        command = " ".join(argv)[:80] or _comm(pid) or "?"
+        is_git = _is_git(pid, argv)
+        opens = _opens(pid, str(lock))
+        why = ""
+        if opens:
+            why = f"has {lock.name} open"
+        elif updater_pgid is not None and stat[1] == updater_pgid:
+            why = f"still runs in the updater's process group {updater_pgid}"
+        elif is_git:
+            try:
+                cwd = os.readlink(_PROC / pid / "cwd")
+            except OSError:
+                cwd = None
+            if cwd is None or opens is None:
+                why = "a git whose files cannot be inspected"
+            elif _inside(cwd, roots) or any(_inside(arg, roots) for arg in argv[1:]):
+                why = "a git working in the install"
+        if why:
+            found.append(Holder(int(pid), command, why))
+    return found
