@@ -1,7 +1,8 @@
-"""The foundation on the practice upstream: every outcome word, the four tags, the demo."""
+"""The foundation on the practice upstream: every outcome word, the five tags, the demo."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -11,11 +12,12 @@ from pathlib import Path
 from patchkeeper.demo.sandbox import TAGS, Sandbox
 from tests.helpers import bare_hermes_update, git, outcomes, run_cli, run_json, tree_snapshot
 
-EXPECTED = {
-    "v0.21.5": {"adoption-retry": "applied", "schema-once": "applied"},
-    "v0.22.0": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.22.2": {"adoption-retry": "applied-offset", "schema-once": "conflict"},
-    "v0.23.0": {"adoption-retry": "upstream-has-it", "schema-once": "applied"},
+EXPECTED = {  # the patches carry real upstream line numbers: an offset even at the base
+    "v0.21.3": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
+    "v0.21.5": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
+    "v0.22.0": {"adoption-retry": "applied", "schema-once": "applied-offset"},
+    "v0.23.0": {"adoption-retry": "upstream-has-it", "schema-once": "applied-offset"},
+    "v0.24.0": {"adoption-retry": "upstream-has-it", "schema-once": "conflict"},
 }
 
 
@@ -23,20 +25,20 @@ def pk(sandbox: Sandbox, *args: str) -> tuple[int, dict]:
     return run_json(*args, "--install", str(sandbox.install), "--patches", str(sandbox.patches))
 
 
-def test_check_against_all_four_tags(sandbox: Sandbox) -> None:
+def test_check_against_all_five_tags(sandbox: Sandbox) -> None:
     sandbox.fetch_tags()
     before = tree_snapshot(sandbox.install)
     code, doc = pk(sandbox, "check", *[a for tag in TAGS for a in ("--ref", tag)])
-    assert code == 3  # v0.22.2 conflicts
+    assert code == 3  # v0.24.0 conflicts
     got = {t["ref"]: {p["name"]: p["outcome"] for p in t["patches"]} for t in doc["targets"]}
     assert got == EXPECTED
     by_ref = {t["ref"]: t for t in doc["targets"]}
-    variants = [p["variant"] for p in by_ref["v0.23.0"]["patches"]]
+    variants = [p["variant"] for p in by_ref["v0.22.0"]["patches"]]
     assert (
-        variants[1].startswith("schema-once/")
-        and variants[1] != (by_ref["v0.21.5"]["patches"][1]["variant"])
+        variants[0].startswith("adoption-retry/")
+        and variants[0] != (by_ref["v0.21.5"]["patches"][0]["variant"])
     )
-    (conflict,) = by_ref["v0.22.2"]["patches"][1]["conflicts"]
+    (conflict,) = by_ref["v0.24.0"]["patches"][1]["conflicts"]
     assert conflict["file"] == "cron/executions.py" and conflict["hunk"] >= 1
     assert conflict["mismatches"], "the differing upstream line is named"
     assert tree_snapshot(sandbox.install) == before
@@ -49,11 +51,12 @@ def test_apply_status_unapply_round_trip_keeps_user_edits(sandbox: Sandbox) -> N
         (install / "hermes_constants.py").read_text() + "# operator note\n"
     )
     code, doc = pk(sandbox, "status")
-    assert (code, outcomes(doc)) == (5, EXPECTED["v0.21.5"])
+    assert (code, outcomes(doc)) == (5, EXPECTED["v0.21.3"])
 
     code, doc = pk(sandbox, "apply")
-    assert (code, outcomes(doc)) == (0, EXPECTED["v0.21.5"])
-    assert (install / "cron/scheduler_adoption.py").is_file()
+    assert (code, outcomes(doc)) == (0, EXPECTED["v0.21.3"])
+    assert (install / "cron/adoption_busy_retry.py").is_file()
+    assert (install / "cron/ledger_schema_once.py").is_file()
     code, doc = pk(sandbox, "apply")
     assert (code, set(outcomes(doc).values())) == (0, {"already-applied"})
     code, doc = pk(sandbox, "status")
@@ -64,19 +67,45 @@ def test_apply_status_unapply_round_trip_keeps_user_edits(sandbox: Sandbox) -> N
     scheduler.write_text(scheduler.read_text() + "# keep me\n")
     code, doc = pk(sandbox, "unapply")
     assert code == 0
-    assert not (install / "cron/scheduler_adoption.py").exists()
+    assert not (install / "cron/adoption_busy_retry.py").exists()
+    assert not (install / "cron/ledger_schema_once.py").exists()
     assert scheduler.read_text() == pristine["cron/scheduler.py"] + "# keep me\n"
     assert (install / "cron/executions.py").read_text() == pristine["cron/executions.py"]
     assert (install / "hermes_constants.py").read_text().endswith("# operator note\n")
 
 
-def test_merged_3way_on_the_sandbox(sandbox: Sandbox) -> None:
+def schema_once_on_sandbox_blobs(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Rebuild schema-once on the install's own blobs (its Base names a real upstream commit,
+    whose blobs the sandbox lacks): same header, same change, a diff git can merge with."""
+    patch = sandbox.patches / "schema-once.patch"
+    text = patch.read_text()
+    env = {**os.environ, "GIT_INDEX_FILE": str(tmp_path / "rebuild-index")}
+
+    def run(*args: str) -> str:
+        proc = subprocess.run(
+            ["git", *args], cwd=sandbox.install, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    run("read-tree", "HEAD")
+    run("apply", "--cached", str(patch))
+    tree = run("write-tree").strip()
+    body = run("diff", "--full-index", "HEAD^{tree}", tree)
+    assert "cron/executions.py" in body and "cron/ledger_schema_once.py" in body
+    patch.write_text(text[: text.index("diff --git")] + body)
+
+
+def test_merged_3way_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
     """A local commit changes a context line of schema-once: no direct apply, clean merge."""
+    schema_once_on_sandbox_blobs(sandbox, tmp_path)
     executions = sandbox.install / "cron/executions.py"
     text = executions.read_text()
-    context = "        path,\n        db_label="  # two lines above the line schema-once changes
+    context = '"cron" / "executions.db")\n    _ensure_cron_dir('  # two lines above the change
     assert text.count(context) == 1
-    executions.write_text(text.replace(context, "        path,  # local note\n        db_label="))
+    executions.write_text(
+        text.replace(context, '"cron" / "executions.db")  # local note\n    _ensure_cron_dir(')
+    )
     git(sandbox.install, "commit", "-qam", "local: annotate")
     code, doc = pk(sandbox, "apply")
     assert code == 0, doc
@@ -85,9 +114,9 @@ def test_merged_3way_on_the_sandbox(sandbox: Sandbox) -> None:
 
 
 def test_not_applicable_invalid_and_drifted_on_the_sandbox(sandbox: Sandbox) -> None:
-    retry = sandbox.patches / "adoption-retry.patch"
+    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
     original = retry.read_text()
-    retry.write_text(re.sub(r"Applies-To: .*", "Applies-To: >=0.30", original))
+    retry.write_text(re.sub(r"Applies-To: .*", "Applies-To: >=0.19,<0.20", original))
     code, doc = pk(sandbox, "status")
     assert outcomes(doc)["adoption-retry"] == "not-applicable"
 
@@ -101,7 +130,7 @@ def test_not_applicable_invalid_and_drifted_on_the_sandbox(sandbox: Sandbox) -> 
 
     retry.write_text(original)
     assert pk(sandbox, "apply")[0] == 0
-    adoption = sandbox.install / "cron/scheduler_adoption.py"
+    adoption = sandbox.install / "cron/adoption_busy_retry.py"
     adoption.write_text(adoption.read_text().replace("def ", "def  ", 1))
     code, doc = pk(sandbox, "status")
     assert (code, outcomes(doc)["adoption-retry"]) == (5, "drifted")
@@ -113,7 +142,7 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     for words in ("status", "apply", "upstream-has-it", "conflict", "applied-offset", "Explore:"):
         assert words in proc.stdout
     update = proc.stdout[proc.stdout.index("== 5.") :]
-    assert "version  0.21.5 -> 0.22.0" in update and "your edits: restored 1 file(s)" in update
+    assert "version  0.21.3 -> 0.22.0" in update and "your edits: restored 1 file(s)" in update
     assert "smoke: pass" in update and "exit code: 0" in update
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
@@ -127,7 +156,7 @@ def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> No
     sandbox.fetch_tags()
     code, doc = pk(sandbox, "status")
     assert code == 5
-    assert outcomes(doc) == {"adoption-retry": "upstream-has-it", "schema-once": "applied"}
+    assert outcomes(doc) == EXPECTED["v0.23.0"]
     schema = doc["patches"][1]
     assert any("HEAD has moved since" in note for note in schema["notes"])
     assert any("hermes-update-autostash" in note for note in schema["notes"])
@@ -176,15 +205,17 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
 
     sandbox.fetch_tags()
     junit = tmp_path / "patchkeeper.xml"
-    code, _ = pk(sandbox, "check", "--ref", "v0.22.2", "--ref", "v0.23.0", "--junit", str(junit))
+    code, _ = pk(sandbox, "check", "--ref", "v0.24.0", "--ref", "v0.23.0", "--junit", str(junit))
     assert code == 3
     suites = ET.parse(junit).getroot().findall("testsuite")
     assert [(s.get("tests"), s.get("failures"), s.get("skipped")) for s in suites] == [
-        ("2", "1", "0"),
+        ("2", "1", "1"),
         ("2", "0", "1"),
     ]
     failure = suites[0].find("testcase[@name='schema-once']/failure")
     assert failure is not None and failure.get("type") == "conflict"
-    assert "expected '        initialize=_initialize_schema,'" in (failure.text or "")
+    expected = "initialize=_initialize_schema)"  # the line upstream reformatted, and what it is now
+    assert f"{expected}', upstream has '    return open_db('" in (failure.text or "")
     assert "\x1b[" not in junit.read_text()  # never colour in a file
+    assert suites[0].find("testcase[@name='adoption-retry']/skipped") is not None
     assert suites[1].find("testcase[@name='adoption-retry']/skipped") is not None
