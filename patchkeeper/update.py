@@ -33,6 +33,7 @@ from patchkeeper.checking import RefReport, check_ref
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.engine import split_hunks
 from patchkeeper.errors import PatchkeeperError
+from patchkeeper.freshness import FETCH_TIMEOUT, Freshness, freshen
 from patchkeeper.install import (
     Install,
     install_version,
@@ -133,6 +134,7 @@ class UpdateReport:
     version_after: str | None = None
     phases: list[PhaseRecord] = field(default_factory=list)
     preview: RefReport | None = None
+    preview_fetch: Freshness | None = None  # the fetch of a remote-tracking --preview ref
     upstream: CommandResult | None = None
     leftovers: list[LeftoverAction] = field(default_factory=list)
     tree: TreeReport | None = None
@@ -317,6 +319,10 @@ class UpdateRun:
 
         def body() -> str:
             nonlocal stop
+            problem = self._freshen(ref)
+            if problem:
+                stop = True
+                return problem
             self.report.preview = check_ref(
                 self.install.path, self.ws.patch_set, ref, self.ws.settings.version_file
             )
@@ -328,6 +334,38 @@ class UpdateRun:
 
         self.phase(2, body)
         return not stop
+
+    def _freshen(self, ref: str) -> str:
+        """Fetch REF's branch first when it is a remote-tracking ref, so the preview never
+        passes on stale data (freshness.py). When the fetch fails: stop, saying how old the ref
+        is and how to preview it as it is (--force), or with --force go on with a note."""
+        timeout = min(self.options.timeout or DEFAULT_TIMEOUT, FETCH_TIMEOUT)
+        fresh = freshen(self.install.path, ref, timeout)
+        self.report.preview_fetch = fresh
+        if fresh is None or fresh.fetched:
+            return ""
+        stale = (
+            f"could not fetch {fresh.remote} to preview {ref} ({fresh.error}); {ref} was last "
+            f"fetched {fresh.age()} ({(fresh.before or '?')[:12]})"
+        )
+        if self.options.force:
+            self.report.notes.append(f"{stale}: previewed as it is (--force)")
+            return ""
+        forced = nextstep.command(
+            "update",
+            "--preview",
+            ref,
+            "--force",
+            *(["--timeout", f"{self.options.timeout:g}"] if self.options.timeout else []),
+            install=self.install.path,
+            patches=self.ws.patch_set.root,
+            rest=self.options.args,
+        )
+        self.report.attention.append(
+            f"{stale}, so a preview would judge stale data: nothing was changed; retry once "
+            f"{fresh.remote} can be reached, or preview it as it is and go on: {forced}"
+        )
+        return f"could not fetch {fresh.remote}: stopped before touching anything"
 
     def set_aside(self) -> str:
         """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""

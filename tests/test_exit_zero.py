@@ -560,3 +560,32 @@ git("merge", "-q", "--ff-only", "origin/main")
     assert code == 0, (doc["attention"], doc["notes"])
     assert (w.install / "lib/mod_007.py").read_text() == edited
     assert git(w.install, "stash", "list") == ""
+
+
+# ---------------------------------------------------------------- 11: --preview of a stale ref
+
+
+def test_preview_of_a_remote_tracking_ref_fetches_it_first(world: World) -> None:
+    w = world
+    applied_with_edits(w)
+    commit_files(w.upstream, {"app.py": LINES.replace("line 10\n", "line ten\n")}, "conflicts")
+    old = w.head()  # the install's origin/main is stale: it still names the old release
+    code, doc = pk_json(w, "update", "--preview", "origin/main")
+    assert code == 3, doc
+    assert doc["upstream"] is None and w.head() == old
+    assert doc["preview"]["commit"] == w.tip() and doc["preview"]["fetched"] is True
+    assert {p["name"]: p["outcome"] for p in doc["patches"]} == {"fix": "conflict"}
+
+
+def test_preview_of_a_remote_tracking_ref_that_cannot_be_fetched_stops(world: World) -> None:
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    git(w.install, "remote", "set-url", "origin", str(w.root / "gone"))
+    old, before = w.head(), work_tree(w)
+    code, doc = pk_json(w, "update", "--preview", "origin/main")
+    assert code == 5, doc
+    assert doc["upstream"] is None and w.head() == old and work_tree(w) == before
+    line = one_line(doc["attention"], "could not fetch", "origin/main")
+    assert "last fetched" in line
+    assert "--force" in shlex.split(command_in(line))
