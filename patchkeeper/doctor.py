@@ -27,6 +27,7 @@ from patchkeeper.patching import worktree_status
 from patchkeeper.patchset import PatchSet, inspect_patch_set
 from patchkeeper.processes import run_in_group
 from patchkeeper.receipts import STASH_STEP, Receipts, install_receipts
+from patchkeeper.updater_refs import describe, updater_backups
 from patchkeeper.verdict import tree_exit_code
 
 PROBE_ARGS = ("--probe",)
@@ -105,15 +106,23 @@ def interpreter_finding(install: Install, settings: Settings) -> Finding:
 
 
 def git_state_finding(install: Install, patch_set: PatchSet) -> Finding:
-    """No merge or rebase under way, and nothing an update left behind (leftovers.py)."""
+    """No merge or rebase under way, nothing an update left behind (leftovers.py), and no
+    commits that only the updater's rescue refs still hold (updater_refs.py)."""
     problems = [reason] if (reason := operation_in_progress(install)) else []
     problems += [
         f"{item.kind} {item.label} ({item.classification})"
         for item in find_leftovers(install, patch_set)
     ]
+    backups = updater_backups(install.path)
+    problems += [
+        f"{backup.kind} {backup.ref}: look with `{backup.inspect_command()}`"
+        for backup in backups
+        if backup.needs_a_person
+    ]
+    noted = f"; {describe(backups)}" if backups else ""
     if not problems:
-        return Finding("git state", True, "no merge in progress, no leftovers")
-    summary = f"{len(problems)} leftover(s) or unfinished operation(s)"
+        return Finding("git state", True, f"no merge in progress, no leftovers{noted}")
+    summary = f"{len(problems)} leftover(s) or unfinished operation(s){noted}"
     return Finding("git state", False, summary, problems)
 
 

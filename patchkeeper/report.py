@@ -15,6 +15,7 @@ from patchkeeper.outcomes import PatchResult
 
 if TYPE_CHECKING:
     from patchkeeper.leftovers import Leftover
+    from patchkeeper.updater_refs import UpdaterBackup
 
 SCHEMA = "patchkeeper/1"
 
@@ -56,6 +57,18 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "merged_files": result.merged_files,
         "conflicts": [asdict(c) for c in result.conflicts],
         "notes": result.notes,
+    }
+
+
+def updater_backup_json(backup: UpdaterBackup) -> dict[str, Any]:
+    return {
+        "ref": backup.ref,
+        "commit": backup.commit,
+        "kind": backup.kind,
+        "needs_a_person": backup.needs_a_person,
+        "commands": [backup.inspect_command(), backup.keep_command(), backup.delete_command()]
+        if backup.needs_a_person
+        else [],
     }
 
 

@@ -18,7 +18,8 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.errors import UserError
-from patchkeeper.report import emit_json, leftover_json
+from patchkeeper.report import emit_json, leftover_json, updater_backup_json
+from patchkeeper.updater_refs import describe, updater_backups
 from patchkeeper.workspace import locked_for_writing
 
 ACTIONS = ("list", "show", "restore", "drop")
@@ -26,9 +27,18 @@ ACTIONS = ("list", "show", "restore", "drop")
 
 def list_leftovers(workspace, as_json: bool) -> int:
     items = lo.find_leftovers(workspace.install, workspace.patch_set)
-    code = exitcodes.ATTENTION if items else exitcodes.OK  # a parked stash is never green
+    backups = updater_backups(workspace.install.path)
+    rescue = [backup for backup in backups if backup.needs_a_person]
+    # A parked stash, or commits only a reset's rescue ref still holds, is never green.
+    code = exitcodes.ATTENTION if items or rescue else exitcodes.OK
     if as_json:
-        emit_json("leftovers", code, leftovers=[leftover_json(i) for i in items], patches=[])
+        emit_json(
+            "leftovers",
+            code,
+            leftovers=[leftover_json(i) for i in items],
+            updater_backups=[updater_backup_json(b) for b in backups],
+            patches=[],
+        )
         return code
     unfinished = jr.load(workspace.install.state_dir)
     if unfinished is not None:
@@ -44,6 +54,14 @@ def list_leftovers(workspace, as_json: bool) -> int:
         click.echo(f"{'':<12}       files: {', '.join(item.files) or '(none)'}")
         for note in item.notes:
             click.echo(f"{'':<12}       note: {note}")
+    if backups:
+        click.echo(describe(backups))
+    for backup in backups:
+        click.echo(f"  {backup.kind:<14} {backup.commit[:12]}  {backup.ref}")
+        if backup.needs_a_person:
+            click.echo(f"  {'':<14} look: {backup.inspect_command()}")
+            click.echo(f"  {'':<14} keep: {backup.keep_command()}")
+            click.echo(f"  {'':<14} then: {backup.delete_command()}")
     return code
 
 
