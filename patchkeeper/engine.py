@@ -9,7 +9,8 @@ every patch that applies, so a writer can put it into the work tree in one step.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import shlex
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,6 +224,7 @@ def classify(
     upstream_ref: str | None,
     recorded: dict[str, Recorded] | None = None,
     from_upstream: Callable[[PatchFile], bool] | None = None,
+    was_in_place: Collection[str] = (),
 ) -> Classification:
     """Classify every patch of PATCH_SET in series order against the content LOAD puts in.
 
@@ -232,14 +234,19 @@ def classify(
     earlier: an intact one is `already-applied`, a damaged one `drifted`, and one whose patch
     file changed is taken out first and then tried afresh. FROM_UPSTREAM tells whether content
     that is already present came from upstream (else it is reported `already-applied`, not yet
-    recorded).
+    recorded). WAS_IN_PLACE names patches that were in place before (records, or the records
+    an update set aside): one of them that no variant covers any more is `expired`, never a
+    quiet `not-applicable`.
     """
     recorded = recorded or {}
     selected = {p.name: p.select(version) for p in patch_set.patches}
-    has_by_content = (
-        upstream_has_content(repo, upstream_ref, [v for v in selected.values() if v])
-        if upstream_ref
-        else {}
+    every_variant = [v for p in patch_set.patches for v in p.variants]
+    judging = _Judging(
+        version,
+        recorded,
+        from_upstream,
+        upstream_has_content(repo, upstream_ref, every_variant) if upstream_ref else {},
+        frozenset(was_in_place) | recorded.keys(),
     )
     paths: set[str] = set()
     for variant in selected.values():
@@ -250,9 +257,7 @@ def classify(
         load(index, paths)
         start = index.write_tree()
         results = [
-            _classify_patch(
-                index, patch, selected[patch.name], version, recorded, from_upstream, has_by_content
-            )
+            _classify_patch(index, patch, selected[patch.name], judging)
             for patch in patch_set.patches
         ]
         for result, patch in zip(results, patch_set.patches, strict=True):
@@ -262,44 +267,75 @@ def classify(
         return Classification(repo, results, start, index.write_tree())
 
 
+@dataclass(frozen=True)
+class _Judging:
+    """What every patch of one classification is judged with."""
+
+    version: Version | None
+    recorded: dict[str, Recorded]
+    from_upstream: Callable[[PatchFile], bool] | None
+    has_by_content: dict[Path, str]  # variant path -> the Upstream-Has conditions that hold
+    was_in_place: frozenset[str]
+
+
+def _upstream_has_any(patch: Patch, judging: _Judging) -> str | None:
+    """Why upstream has PATCH whatever its variants' ranges say, or None."""
+    for variant in patch.variants:
+        if spec_contains(variant.upstream_fixed_in, judging.version):
+            return f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {judging.version}"
+        if variant.path in judging.has_by_content:
+            return f"upstream has it: {judging.has_by_content[variant.path]}"
+    return None
+
+
+def _no_variant(result: PatchResult, patch: Patch, judging: _Judging) -> None:
+    """No variant covers the version. Nothing is taken out on that ground: an unknown version
+    is undecided, and a fix that was in place is `expired` unless upstream has it."""
+    if (why := _upstream_has_any(patch, judging)) is not None:
+        result.outcome = oc.UPSTREAM_HAS_IT
+        result.detail = why
+    elif judging.version is None:
+        result.undecided = True  # never green: a fix may be missing and nobody can tell
+        result.detail = "the version is unknown and every variant has an Applies-To range"
+    elif patch.name in judging.was_in_place:
+        result.outcome = oc.EXPIRED
+        result.detail = (
+            f"it was in place, but no variant's Applies-To contains {judging.version}: add a "
+            f"variant for it (or widen Applies-To), or retire it with "
+            f"`patchkeeper unapply {shlex.quote(patch.name)}`"
+        )
+    else:
+        result.detail = f"no variant's Applies-To contains version {judging.version}"
+
+
 def _classify_patch(
-    index: ScratchIndex,
-    patch: Patch,
-    variant: PatchFile | None,
-    version: Version | None,
-    recorded: dict[str, Recorded],
-    from_upstream: Callable[[PatchFile], bool] | None,
-    has_by_content: dict[Path, str],
+    index: ScratchIndex, patch: Patch, variant: PatchFile | None, judging: _Judging
 ) -> PatchResult:
     result = PatchResult(patch.name, oc.NOT_APPLICABLE)
     before = index.write_tree()
-    record = _live_record(index, result, recorded.get(patch.name))
+    record = _live_record(index, result, judging.recorded.get(patch.name))
     if result.outcome == oc.DRIFTED:
         return result
-    if record is not None and variant is not None and record.sha256 == variant.sha256:
+    if variant is None:
+        _no_variant(result, patch, judging)
+        if record is not None:
+            result.notes.append("what patchkeeper wrote earlier stays in place")
+        return result
+    if record is not None and record.sha256 == variant.sha256:
         result.outcome = oc.ALREADY_APPLIED
         return result
     if record is not None:
         index.apply(record.diff, "--reverse")  # stale: take out what was written before
-        result.notes.append(
-            "patch file changed since it was applied: re-applying"
-            if variant is not None
-            else "no longer applies to this version: removing what patchkeeper wrote"
-        )
-    if variant is None and version is None:
-        result.undecided = True  # never green: a fix may be missing and nobody can tell
-        result.detail = "the version is unknown and every variant has an Applies-To range"
-    elif variant is None:
-        result.detail = f"no variant's Applies-To contains version {version}"
-    elif spec_contains(variant.upstream_fixed_in, version):
+        result.notes.append("patch file changed since it was applied: re-applying")
+    if spec_contains(variant.upstream_fixed_in, judging.version):
         result.outcome = oc.UPSTREAM_HAS_IT
-        result.detail = f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {version}"
-    elif variant.path in has_by_content:
+        result.detail = f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {judging.version}"
+    elif variant.path in judging.has_by_content:
         result.outcome = oc.UPSTREAM_HAS_IT
-        result.detail = f"upstream has it: {has_by_content[variant.path]}"
+        result.detail = f"upstream has it: {judging.has_by_content[variant.path]}"
     else:
         has_it = oc.UPSTREAM_HAS_IT
-        if from_upstream is not None and not from_upstream(variant):
+        if judging.from_upstream is not None and not judging.from_upstream(variant):
             has_it = oc.ALREADY_APPLIED
         classify_one(index, variant, result, has_it)
         if result.outcome == oc.UPSTREAM_HAS_IT:

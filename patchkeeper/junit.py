@@ -19,7 +19,7 @@ def _case(suite: ET.Element, report: RefReport, result: PatchResult) -> None:
     )
     message = f"{result.outcome}: {result.detail}" if result.detail else result.outcome
     text = "\n".join(patch_lines(result, indent="", colour=False))
-    if result.outcome in oc.FAILED or result.undecided:
+    if result.outcome in oc.FAILED or result.needs_a_person:
         failure = ET.SubElement(case, "failure", message=message, type=result.outcome)
         failure.text = text
     elif result.outcome in (oc.NOT_APPLICABLE, oc.UPSTREAM_HAS_IT):
@@ -31,7 +31,7 @@ def _case(suite: ET.Element, report: RefReport, result: PatchResult) -> None:
 def write_junit(reports: list[RefReport], path: Path) -> None:
     suites = ET.Element("testsuites", name="patchkeeper check")
     for report in reports:
-        failed = [r for r in report.results if r.outcome in oc.FAILED or r.undecided]
+        failed = [r for r in report.results if r.outcome in oc.FAILED or r.needs_a_person]
         skipped = [
             r for r in report.results if r.outcome in (oc.NOT_APPLICABLE, oc.UPSTREAM_HAS_IT)
         ]

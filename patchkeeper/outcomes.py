@@ -13,6 +13,7 @@ NOT_APPLICABLE = "not-applicable"
 CONFLICT = "conflict"
 INVALID = "invalid"
 DRIFTED = "drifted"  # status only: applied by patchkeeper, edited by hand since
+EXPIRED = "expired"  # was in place; no variant's Applies-To covers the version now
 
 WRITES = (APPLIED, APPLIED_OFFSET, MERGED_3WAY)  # outcomes that change the target
 IN_PLACE = (ALREADY_APPLIED, UPSTREAM_HAS_IT, NOT_APPLICABLE)  # nothing left to do
@@ -64,3 +65,8 @@ class PatchResult:
     @property
     def in_place(self) -> bool:
         return self.outcome in IN_PLACE
+
+    @property
+    def needs_a_person(self) -> bool:
+        """Not a failed apply, yet never green: edited by hand, expired, or undecided."""
+        return self.outcome in (DRIFTED, EXPIRED) or self.undecided

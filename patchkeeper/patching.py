@@ -8,6 +8,7 @@ What each patch changed is kept in the state so `unapply` reverses exactly that.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from patchkeeper import git
@@ -58,8 +59,14 @@ def _recorded(install: Install) -> tuple[dict[str, AppliedRecord], dict[str, Rec
 
 
 def classify_worktree(
-    install: Install, settings: Settings, patch_set: PatchSet
+    install: Install,
+    settings: Settings,
+    patch_set: PatchSet,
+    *,
+    was_in_place: Collection[str] = (),
 ) -> tuple[VersionInfo, Classification, dict[str, AppliedRecord]]:
+    """Classify the work tree. WAS_IN_PLACE names patches in place before an update set them
+    aside (the install's records count too): one of them that expired is never quiet."""
     check_symlinks(install, patch_set)
     version = install_version(install, settings)
     records, recorded = _recorded(install)
@@ -84,6 +91,7 @@ def classify_worktree(
         upstream_ref=head,
         recorded=recorded,
         from_upstream=from_head,
+        was_in_place={*was_in_place, *records},
     )
     for result in classification.results:
         if result.name in moved:
@@ -110,6 +118,8 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
     new_diffs: dict[str, bytes] = {}
     recorded_before = dict(records)
     for result in classification.results:
+        if result.needs_a_person:
+            continue  # nothing was decided: the record stays, so the next run still knows
         variant = patch_set.by_name(result.name)
         selected = variant.select(version.version) if variant else None
         written = classification.patch_diff(result)
@@ -162,13 +172,20 @@ def unapply_patches(
     chosen = [n for n in reversed(order) if n in records and (not names or n in names)]
     results: list[PatchResult] = []
     paths = {path for name in chosen for path, _, _ in split_hunks(recorded[name].diff)}
+    head = install.head()
     with scratch_index(install.path) as index:
         index.load_worktree(paths)
         start = index.write_tree()
         for name in chosen:
-            proc = index.apply(recorded[name].diff, "--reverse")
-            if proc.returncode == 0:
-                results.append(PatchResult(name, "removed", records[name].variant, recorded=True))
+            diff, record = recorded[name].diff, records[name]
+            if index.apply(diff, "--reverse").returncode == 0:
+                results.append(PatchResult(name, "removed", record.variant, recorded=True))
+                del records[name]
+            elif record.base != head or index.apply(diff, "--check").returncode == 0:
+                # Gone from the tree (a stash took it, or HEAD moved on): nothing to take
+                # out, and the record goes, so the patch is no longer expected in place.
+                gone = "it was no longer in the tree: only its record is removed"
+                results.append(PatchResult(name, "removed", record.variant, gone, recorded=True))
                 del records[name]
             else:
                 results.append(

@@ -29,6 +29,7 @@ _COLOURS = {
     oc.CONFLICT: "red",
     oc.INVALID: "red",
     oc.DRIFTED: "yellow",
+    oc.EXPIRED: "yellow",
 }
 
 

@@ -16,10 +16,6 @@ def tree_exit_code(results: Iterable[PatchResult], *, pending_needs_attention: b
     for result in results:
         if result.outcome in oc.FAILED:
             codes.append(exitcodes.PATCH_FAILED)
-        elif (
-            result.outcome == oc.DRIFTED
-            or result.undecided
-            or (pending_needs_attention and result.outcome in oc.WRITES)
-        ):
+        elif result.needs_a_person or (pending_needs_attention and result.outcome in oc.WRITES):
             codes.append(exitcodes.ATTENTION)
     return exitcodes.worst(*codes)
