@@ -7,11 +7,14 @@ the same index at the same time. Its age says nothing about which it is (a check
 release runs for minutes), so a lock file is removed only when nobody can hold it:
 
 - no process has the file open (git keeps the descriptor open while it works: /proc/*/fd),
-- no live process is left in the updater's process group (it may be about to write it),
 - no git process works in the install (its cwd, or a path argument, inside the install): a
-  git may hold the lock without an open descriptor between writing and renaming it.
+  git may hold the lock without an open descriptor between writing and renaming it,
+- no git is left in the updater's process group, wherever it works, and no member of that
+  group hides its descriptors from us.
 
-A process whose descriptors or cwd cannot be read is counted as a holder when it is a git.
+Any other process left in the updater's group (a daemon it restarted) holds nothing: it is
+named by `recover` and never keeps a stale lock alive. A git whose descriptors or cwd cannot
+be read is counted as a holder.
 Linux /proc only; elsewhere nothing is ever removed (every lock counts as held).
 """
 
@@ -111,11 +114,13 @@ def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> li
         command = " ".join(argv)[:80] or _comm(pid) or "?"
         is_git = _is_git(pid, argv)
         opens = _opens(pid, str(lock))
+        in_group = updater_pgid is not None and stat[1] == updater_pgid
         why = ""
         if opens:
             why = f"has {lock.name} open"
-        elif updater_pgid is not None and stat[1] == updater_pgid:
-            why = f"still runs in the updater's process group {updater_pgid}"
+        elif in_group and (is_git or opens is None):
+            what = "a git" if is_git else "a process whose files cannot be inspected"
+            why = f"{what} still in the updater's process group {updater_pgid}"
         elif is_git:
             try:
                 cwd = os.readlink(_PROC / pid / "cwd")

@@ -510,6 +510,36 @@ def test_an_index_lock_a_live_process_holds_is_never_removed(world: World, holde
     assert any("index.lock" in action for action in doc["actions"] + doc.get("notes", []))
 
 
+def test_a_stale_index_lock_is_removed_though_a_daemon_stays_in_the_updaters_group(
+    world: World,
+) -> None:
+    """The updater left a lock nobody holds, and a daemon (not git, not holding it) in its
+    group: the lock goes, the daemon is left alone, and the run settles."""
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    old, before = w.head(), work_tree(w)
+    pid_file = w.root / "daemon.pid"
+    w.set_updater(
+        "open('.git/index.lock', 'x').close()\n"
+        "daemon = subprocess.Popen(['sleep', '300'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(daemon.pid))\n"
+        "sys.exit(1)\n"
+    )
+    try:
+        code, doc = pk_json(w, "update")
+        daemon = int(pid_file.read_text())
+        assert Path(f"/proc/{daemon}").exists()  # alive in the updater's group, left alone
+        assert code == 5 and doc["finished"] is True, doc
+        assert not (w.install / ".git/index.lock").exists()
+        assert any("removed" in note and "index.lock" in note for note in doc["notes"])
+        assert w.head() == old and work_tree(w) == before
+        command_in(one_line(doc["attention"], "did not happen"))
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
 # ---------------------------------------------------------------- 10: the racy snapshot
 
 
