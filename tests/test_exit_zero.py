@@ -248,6 +248,9 @@ def test_status_is_not_green_after_an_update_that_did_not_happen(world: World) -
     assert w.head() == old
     code, status = pk_json(w, "status")
     assert code == 5 and command_in(one_line(status["notes"], "did not happen")) == retry
+    doctor = pk(w, "doctor")
+    assert doctor.returncode == 5
+    assert "the update did not happen: the upstream command failed (exit 7)" in doctor.stdout
     w.set_updater(GOOD_UPDATER)
     assert paste(w, retry).returncode == 0 and w.head() == w.tip()
     assert pk(w, "status").returncode == 0
