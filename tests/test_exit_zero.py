@@ -214,7 +214,7 @@ def test_recover_after_a_failed_updater_says_the_update_did_not_happen(
     w.set_updater('git("fetch", "-q", "origin")\n' + (
         "sys.exit(1)\n" if failure == "exit-1" else "time.sleep(60)\n"
     ))  # fmt: skip
-    timeout = ["--timeout", "1"] if failure == "timeout" else []
+    timeout = ["--timeout", "3"] if failure == "timeout" else []  # the retry keeps it
     killed(pk(w, "update", *timeout, env={"PATCHKEEPER_STOP_AT_PHASE": phase}))
 
     code, doc = pk_json(w, "recover")
