@@ -50,6 +50,9 @@ UNKNOWN = "unknown"  # unmerged paths: only a person can tell
 STASH = "stash"
 AUTOSTASH_FILE = "autostash-file"
 SET_ASIDE = "set-aside"
+# An update's refs that hold content for a person: edits that could not be merged back, and
+# files that changed while the upstream command ran and were set aside by a rollback.
+SET_ASIDE_REFS = ("/edits", "/found")
 UNMERGED = "unmerged"
 
 _TOOL_ID = {
@@ -355,7 +358,7 @@ def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
     for line in raw.splitlines():
         ref, sha, stamp = line.split("\0")
         run_id = ref.removeprefix(f"{jr.REF_PREFIX}/").rsplit("/", 1)[0]
-        if not ref.endswith("/edits") or run_id == exclude_run:
+        if not ref.endswith(SET_ASIDE_REFS) or run_id == exclude_run:
             continue
         leftover = _content_leftover(
             repo, kind=SET_ASIDE, label=ref, rev=sha, created=float(stamp), untracked=False

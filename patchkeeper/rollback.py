@@ -8,7 +8,11 @@ it may have left half a checkout: files of the new release written, files of the
 deleted. Those are recognised by content: a path that changed since the old HEAD and now holds
 exactly what a release the updater fetched holds there (origin's branches, FETCH_HEAD) is the
 checkout's, and is put back to the old HEAD's content before the same 3-way merge. Anything
-else that changed is nobody's we know: it is kept, and named.
+else that changed is nobody's we know (a file cut off mid-write, something the updater
+generated, an edit made after a crash). In the update's own run (EXACT: patchkeeper held the
+install all along) it is set aside in a `found` ref, listed by `leftovers`, and the tree
+becomes the snapshot exactly; when `recover` resumes a run later it is kept in place, and
+named, since the operator may have written it after the crash.
 
 The merge is computed in git's object store (merge-tree) and written in one `git apply`; a
 path where the snapshot and a later change conflict is left as it is, and the snapshot ref is
@@ -37,7 +41,8 @@ class RollbackResult:
     written: list[str] = field(default_factory=list)  # paths put back
     checkout: list[str] = field(default_factory=list)  # half-done checkout's paths, undone
     conflicts: list[str] = field(default_factory=list)  # changed since, left as they are
-    foreign: list[str] = field(default_factory=list)  # changed by someone else, kept
+    foreign: list[str] = field(default_factory=list)  # changed by someone else
+    found_ref: str | None = None  # where FOREIGN was set aside (EXACT), else it stays in place
 
 
 def restore_state(state_dir: Path, journal: jr.Journal) -> None:
@@ -107,12 +112,15 @@ def _write(install: Install, old: str, new: str) -> list[str]:
     return paths
 
 
-def roll_back_tree(install: Install, journal: jr.Journal, *, updater_ran: bool) -> RollbackResult:
+def roll_back_tree(
+    install: Install, journal: jr.Journal, *, updater_ran: bool, exact: bool = False
+) -> RollbackResult:
     """Put the work tree back as the `before` snapshot holds it (see the module docstring).
 
     With UPDATER_RAN, a half-done checkout is undone first and the index is reset to HEAD
     (the updater may have written it); without, the index is left alone (it may still hold
-    the user's staged changes, if the crash came before set-aside reset it).
+    the user's staged changes, if the crash came before set-aside reset it). With EXACT, what
+    nobody we know changed is set aside in a ref and the tree becomes the snapshot exactly.
     """
     repo = install.path
     snapshot = git.rev_parse(repo, journal.ref("before"))
@@ -128,9 +136,17 @@ def roll_back_tree(install: Install, journal: jr.Journal, *, updater_ran: bool) 
             _write(install, now, ours)
         others = set(lo.changed_paths(repo, ours, target))
         result.foreign = [p for p in lo.changed_paths(repo, old_tree, ours) if p in others]
-    preview = lo.merge_preview(repo, journal.old_head, ours, target)
-    result.written = lo.write_merge(install, preview)
-    result.conflicts = list(preview.conflicts)
+    if exact and result.foreign:
+        kept = _with_paths_from(repo, old_tree, ours, result.foreign)
+        message = f"patchkeeper: changed while the upstream command of update {journal.id} ran"
+        result.found_ref = journal.ref("found")
+        commit = lo.commit_tree(repo, kept, journal.old_head, message)
+        git.run(["update-ref", result.found_ref, commit], repo)
+        result.written = _write(install, ours, target)
+    else:
+        preview = lo.merge_preview(repo, journal.old_head, ours, target)
+        result.written = lo.write_merge(install, preview)
+        result.conflicts = list(preview.conflicts)
     if updater_ran:
         git.run(["reset", "-q"], repo)
     restore_state(install.state_dir, journal)

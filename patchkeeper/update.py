@@ -270,6 +270,7 @@ class UpdateRun:
         self.options = options
         self.journal = journal
         self.sink = _sink(options.as_json)
+        self.resumed = False  # True when `recover` finishes a run another process started
         self.report = UpdateReport(self.install, journal.id, journal.old_head, journal.old_version)
         # A journal written before runs recorded it: the same update, without its options.
         self.report.retry = journal.extra.get("retry") or retry_command(workspace, UpdateOptions())
@@ -647,7 +648,10 @@ class UpdateRun:
     def roll_back(self) -> str:
         """Phase 6 when the update did not happen: the `before` snapshot, exactly, on the old
         HEAD (rollback.py); what a half-done checkout left is undone, nothing else is lost."""
-        result = roll_back_tree(self.install, self.journal, updater_ran=True)
+        # Exact in the update's own run (patchkeeper held the install all along); a resumed
+        # run keeps what changed since the crash in place (it may be the operator's).
+        exact = not self.resumed
+        result = roll_back_tree(self.install, self.journal, updater_ran=True, exact=exact)
         jr.checkpoint("6.1")
         self.report.rolled_back = True
         self.report.tree = worktree_status(self.install, self.ws.settings, self.ws.patch_set)
@@ -658,11 +662,22 @@ class UpdateRun:
                 f"undid what the interrupted checkout left: {len(result.checkout)} file(s) of "
                 "the new release written or removed"
             )
-        if result.foreign:
+        if result.foreign and result.found_ref:
+            found = git.out(["rev-parse", result.found_ref], self.install.path)[:10]
+            item = lo.Leftover(found, lo.SET_ASIDE, result.found_ref, None, None)
+            restore = item.restore_command(self.install, patches=self.ws.patch_set.root)
             self.report.attention.append(
                 f"changed while the upstream command ran, not by patchkeeper and not as in the "
-                f"release it fetched, so kept as they are: {', '.join(result.foreign)}; look at "
-                f"them with: {where} status -- {nextstep.shell(*result.foreign)}"
+                f"release it fetched: {', '.join(result.foreign)}; set aside in "
+                f"{result.found_ref} (leftover {found}) and rolled back; if they are wanted, "
+                f"merge them back with: {restore}"
+            )
+        elif result.foreign:
+            self.report.attention.append(
+                f"changed while the upstream command ran or since, not by patchkeeper and not "
+                f"as in the release it fetched, so kept as they are: "
+                f"{', '.join(result.foreign)}; look at them with: {where} status -- "
+                f"{nextstep.shell(*result.foreign)}"
             )
         if result.conflicts:
             self.journal.extra["keep_before"] = True

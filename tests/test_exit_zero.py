@@ -427,6 +427,37 @@ def test_an_updater_killed_mid_checkout_is_rolled_back_exactly(world: World) -> 
     assert (w.install / "README.md").read_text() == USER_README
 
 
+def test_what_the_killed_updater_wrote_beyond_the_release_is_set_aside_not_left(
+    world: World,
+) -> None:
+    """A file cut off mid-write matches no release: the rollback is still exact, and the
+    file is kept in a ref that `leftovers` lists and the printed command restores."""
+    w = world
+    applied_with_edits(w)
+    release_2(w)
+    old, before = w.head(), work_tree(w)
+    w.set_updater(
+        HALF_CHECKOUT
+        + "open('lib/mod_012.py', 'w').write('VALUE = 1')\n"  # cut off mid-write
+        + "open('build.log', 'w').write('half a build\\n')\n"
+        + "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    code, doc = pk_json(w, "update")
+    assert code == 5 and doc["rolled_back"] is True, doc
+    assert w.head() == old and work_tree(w) == before
+    line = one_line(doc["attention"], "set aside", "lib/mod_012.py", "build.log")
+    restore = command_in(line)
+    code, listing = pk_json(w, "leftovers")
+    assert code == 5 and [item["files"] for item in listing["leftovers"]] == [
+        ["build.log", "lib/mod_012.py"]
+    ]
+    proc = paste(w, restore)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (w.install / "lib/mod_012.py").read_text() == "VALUE = 1"
+    assert (w.install / "build.log").read_text() == "half a build\n"
+    assert pk(w, "leftovers").returncode == 0
+
+
 def test_recover_after_patchkeeper_and_its_updater_died_mid_checkout_is_exact(
     world: World,
 ) -> None:
