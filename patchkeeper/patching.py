@@ -19,6 +19,7 @@ from patchkeeper.errors import UserError
 from patchkeeper.install import Install, install_version
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchFile, PatchSet
+from patchkeeper.remembered import remember
 from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
@@ -34,6 +35,7 @@ class TreeReport:
     results: list[PatchResult]
     written: bool = False
     notes: list[str] = field(default_factory=list)
+    patch_set: str = ""  # the set's folder and why it was used (Workspace.patch_set_label)
 
 
 def check_symlinks(install: Install, patch_set: PatchSet) -> None:
@@ -141,6 +143,7 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
         )
     if new_diffs or records.keys() != recorded_before.keys():
         save_applied(install.state_dir, records, new_diffs)
+        remember(install.state_dir, patch_set)  # the set these fixes come from (remembered.py)
     return TreeReport(install, head, version, classification.results, written=True)
 
 

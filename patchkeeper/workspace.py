@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper import exitcodes
+from patchkeeper import exitcodes, remembered
 from patchkeeper import journal as jr
 from patchkeeper.bundled import bundled_patches
 from patchkeeper.config import Settings, load_settings
@@ -22,6 +23,11 @@ class Workspace:
     settings: Settings
     install: Install
     patch_set: PatchSet
+    patch_set_reason: str = remembered.FROM_OPTION  # why this set (see remembered.choose)
+
+    @property
+    def patch_set_label(self) -> str:
+        return f"{self.patch_set.root} ({self.patch_set_reason})"
 
 
 def open_patch_set(patches_dir: Path | None) -> tuple[Settings, PatchSet]:
@@ -32,10 +38,21 @@ def open_patch_set(patches_dir: Path | None) -> tuple[Settings, PatchSet]:
 
 
 def open_workspace(install_path: Path | None, patches_dir: Path | None) -> Workspace:
-    """INSTALL_PATH, else the patch set's `[install] path`, with the patch set."""
-    settings, patch_set = open_patch_set(patches_dir)
-    install = open_install(install_path or settings.install_path)
-    return Workspace(settings, install, patch_set)
+    """INSTALL_PATH (else the set's `[install] path`) with the set `remembered.choose` picks.
+
+    With no --patches and no PATCHKEEPER_PATCHES the install is opened first, at INSTALL_PATH
+    or the bundled set's install path, since it may remember the set its fixes came from.
+    """
+    install = None
+    state_dir = None
+    if patches_dir is None and not os.environ.get(remembered.ENV_VAR, "").strip():
+        default = load_settings(bundled_patches()).install_path
+        install = open_install(install_path or default)
+        state_dir = install.state_dir
+    choice = remembered.choose(patches_dir, state_dir)
+    settings, patch_set = open_patch_set(choice.path)
+    install = install or open_install(install_path or settings.install_path)
+    return Workspace(settings, install, patch_set, choice.reason)
 
 
 def refuse_if_unfinished(install: Install) -> None:
@@ -49,10 +66,16 @@ def refuse_if_unfinished(install: Install) -> None:
         )
 
 
+# Writers that apply a whole set, and so would take out an applied patch the set lacks.
+_WHOLE_SET_WRITERS = frozenset({"apply", "update"})
+
+
 @contextmanager
 def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
     """Every command that writes to the install starts here: the lock, then the refusals."""
     with install_lock(workspace.install.state_dir, command, wait) as lock:
         refuse_if_unfinished(workspace.install)  # first: it may explain a git operation too
         refuse_if_busy_with_git(workspace.install)
+        if command in _WHOLE_SET_WRITERS:
+            remembered.refuse_foreign(workspace.install, workspace.patch_set)
         yield lock

@@ -39,6 +39,7 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
     workspace = open_workspace(install_path, patches_dir)
     with locked_for_writing(workspace, "apply", wait) as lock:
         report = apply_patches(workspace.install, workspace.settings, workspace.patch_set)
+    report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
     code = tree_exit_code(report.results, pending_needs_attention=False)

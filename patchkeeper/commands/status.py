@@ -11,6 +11,7 @@ from patchkeeper import journal as jr
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.leftovers import find_leftovers, note_leftovers
 from patchkeeper.patching import TreeReport, worktree_status
+from patchkeeper.remembered import foreign_problem
 from patchkeeper.report import emit_json, patch_json, patch_lines
 from patchkeeper.update import UpdateOptions, retry_command
 from patchkeeper.verdict import tree_exit_code
@@ -22,6 +23,8 @@ def render_tree(report: TreeReport, title: str) -> None:
     click.echo(f"  install  {report.install.path}")
     click.echo(f"  version  {report.version}")
     click.echo(f"  HEAD     {report.head or '(none)'}")
+    if report.patch_set:
+        click.echo(f"  set      {report.patch_set}")
     click.echo("patches:")
     for result in report.results:
         for line in patch_lines(result):
@@ -40,6 +43,7 @@ def tree_json(report: TreeReport) -> dict:
             "version_source": report.version.source,
             "head": report.head,
         },
+        "patch_set": report.patch_set,
         "patches": [patch_json(r) for r in report.results],
     }
 
@@ -77,6 +81,9 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     """
     workspace = open_workspace(install_path, patches_dir)
     report = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
+    report.patch_set = workspace.patch_set_label
+    if (foreign := foreign_problem(workspace.install, workspace.patch_set)) is not None:
+        report.notes.append(foreign)
     leftovers = find_leftovers(workspace.install, workspace.patch_set)
     note_leftovers(report.results, leftovers)
     report.notes += [f"leftover {item.summary()}" for item in leftovers]

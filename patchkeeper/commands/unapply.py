@@ -46,6 +46,7 @@ def command(
     workspace = open_workspace(install_path, patches_dir)
     with locked_for_writing(workspace, "unapply", wait):
         report = unapply_patches(workspace.install, workspace.settings, workspace.patch_set, names)
+    report.patch_set = workspace.patch_set_label
     drifted = any(r.outcome == oc.DRIFTED for r in report.results)
     code = exitcodes.ATTENTION if drifted else exitcodes.OK
     if as_json:
