@@ -9,14 +9,13 @@ every patch that applies, so a writer can put it into the work tree in one step.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import Version
 
-from patchkeeper import git
+from patchkeeper import git, nextstep
 from patchkeeper import outcomes as oc
 from patchkeeper.git import GitError
 from patchkeeper.outcomes import HunkConflict, HunkOffset, Mismatch, PatchResult
@@ -247,6 +246,8 @@ def classify(
         from_upstream,
         upstream_has_content(repo, upstream_ref, every_variant) if upstream_ref else {},
         frozenset(was_in_place) | recorded.keys(),
+        repo,
+        patch_set.root,
     )
     paths: set[str] = set()
     for variant in selected.values():
@@ -276,6 +277,8 @@ class _Judging:
     from_upstream: Callable[[PatchFile], bool] | None
     has_by_content: dict[Path, str]  # variant path -> the Upstream-Has conditions that hold
     was_in_place: frozenset[str]
+    repo: Path  # for the commands a result names
+    patches: Path
 
 
 def _upstream_has_any(patch: Patch, judging: _Judging) -> str | None:
@@ -299,10 +302,12 @@ def _no_variant(result: PatchResult, patch: Patch, judging: _Judging) -> None:
         result.detail = "the version is unknown and every variant has an Applies-To range"
     elif patch.name in judging.was_in_place:
         result.outcome = oc.EXPIRED
+        retire = nextstep.command(
+            "unapply", patch.name, install=judging.repo, patches=judging.patches
+        )
         result.detail = (
             f"it was in place, but no variant's Applies-To contains {judging.version}: add a "
-            f"variant for it (or widen Applies-To), or retire it with "
-            f"`patchkeeper unapply {shlex.quote(patch.name)}`"
+            f"variant for it (or widen Applies-To), or retire it with `{retire}`"
         )
     else:
         result.detail = f"no variant's Applies-To contains version {judging.version}"

@@ -14,11 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper import exitcodes
+from patchkeeper import exitcodes, nextstep
 from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.files import atomic_write
 from patchkeeper.install import Install
@@ -102,13 +101,10 @@ def foreign_problem(install: Install, patch_set: PatchSet) -> str | None:
         return None
     remembered = recall(install.state_dir)
     source = f" from {remembered[0]}" if remembered else ""
-    where = f"--install {shlex.quote(str(install.path))}"
-    retire = (
-        f"patchkeeper unapply {shlex.quote(missing[0])} {where} "
-        f"--patches {shlex.quote(str(patch_set.root))}"
-    )
+    retire = nextstep.command("unapply", missing[0], install=install.path, patches=patch_set.root)
     use = (
-        f"use that set: patchkeeper status {where} --patches {shlex.quote(str(remembered[0]))}"
+        "use that set: "
+        + nextstep.command("status", install=install.path, patches=remembered[0])
         if remembered
         else "pass the --patches they came from"
     )

@@ -60,15 +60,15 @@ def test_a_fix_past_its_range_is_expired_not_quietly_dropped(tmp_path: Path) -> 
     text = run_cli("apply", *where(install, patches))
     assert text.returncode == 5, text.stdout
     [line] = [line for line in text.stdout.splitlines() if "expired" in line]
-    assert "fix" in line and "`patchkeeper unapply fix`" in line
+    assert "fix" in line and "`patchkeeper unapply fix --install " in line
     before = tree_snapshot(install)
     assert run_cli("apply", *where(install, patches)).returncode == 5, "still not green"
     assert tree_snapshot(install) == before, "an expired fix is never written nor removed"
 
     # Retiring it, as the line says, is what makes the install green again.
     command = shlex.split(line.split("`")[1])
-    assert command[:2] == ["patchkeeper", "unapply"]
-    retired = run_cli(*command[1:], *where(install, patches))
+    assert command == ["patchkeeper", "unapply", "fix", *where(install, patches)]
+    retired = run_cli(*command[1:])
     assert retired.returncode == 0, retired.stdout + retired.stderr
     code, document = run_json("status", *where(install, patches))
     assert (code, outcomes(document)) == (0, {"fix": "not-applicable"})
