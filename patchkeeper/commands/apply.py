@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from patchkeeper import exitcodes
 from patchkeeper import outcomes as oc
 from patchkeeper.commands.common import (
     install_option,
@@ -14,7 +15,7 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.commands.status import render_tree, tree_json
+from patchkeeper.commands.status import note_leftovers_in, render_tree, tree_json
 from patchkeeper.patching import apply_patches
 from patchkeeper.report import emit_json
 from patchkeeper.verdict import tree_exit_code
@@ -42,7 +43,10 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
+    note_leftovers_in(report, workspace)  # a parked stash may hold the user's content
     code = tree_exit_code(report.results, pending_needs_attention=False)
+    if any(note.startswith("leftover ") for note in report.notes):
+        code = exitcodes.worst(code, exitcodes.ATTENTION)
     if as_json:
         emit_json("apply", code, **tree_json(report), notes=report.notes)
         return code

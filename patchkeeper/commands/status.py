@@ -48,6 +48,19 @@ def tree_json(report: TreeReport) -> dict:
     }
 
 
+def note_leftovers_in(report: TreeReport, workspace: Workspace) -> None:
+    """What updates left behind, each with the command that restores it (never green)."""
+    leftovers = find_leftovers(workspace.install, workspace.patch_set)
+    note_leftovers(report.results, leftovers)
+    report.notes += [
+        f"leftover {item.summary()}; restore: "
+        + item.restore_command(workspace.install, patches=workspace.patch_set.root)
+        if item.rev is not None
+        else f"leftover {item.summary()}"
+        for item in leftovers
+    ]
+
+
 def update_not_done(workspace: Workspace) -> str | None:
     """The last update did not happen (or did not finish), and HEAD is still where that run
     left it: the version asked for is not what runs. Its retry command goes with it."""
@@ -84,9 +97,7 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     report.patch_set = workspace.patch_set_label
     if (foreign := foreign_problem(workspace.install, workspace.patch_set)) is not None:
         report.notes.append(foreign)
-    leftovers = find_leftovers(workspace.install, workspace.patch_set)
-    note_leftovers(report.results, leftovers)
-    report.notes += [f"leftover {item.summary()}" for item in leftovers]
+    note_leftovers_in(report, workspace)
     if (unfinished := jr.load(workspace.install.state_dir)) is not None:
         report.notes.insert(
             0,
