@@ -14,6 +14,7 @@ CONFLICT = "conflict"
 INVALID = "invalid"
 DRIFTED = "drifted"  # status only: applied by patchkeeper, edited by hand since
 EXPIRED = "expired"  # was in place; no variant's Applies-To covers the version now
+PENDING = "pending"  # status only: applies, but is not in the work tree yet
 
 WRITES = (APPLIED, APPLIED_OFFSET, MERGED_3WAY)  # outcomes that change the target
 IN_PLACE = (ALREADY_APPLIED, UPSTREAM_HAS_IT, NOT_APPLICABLE)  # nothing left to do
@@ -61,6 +62,7 @@ class PatchResult:
     # Scratch trees before and after this patch changed the target (None: it changed nothing).
     trees: tuple[str, str] | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list)
+    would: str | None = None  # pending: the outcome `apply` would have (applied, ...-offset)
 
     @property
     def in_place(self) -> bool:
@@ -68,5 +70,5 @@ class PatchResult:
 
     @property
     def needs_a_person(self) -> bool:
-        """Not a failed apply, yet never green: edited by hand, expired, or undecided."""
-        return self.outcome in (DRIFTED, EXPIRED) or self.undecided
+        """Not a failed apply, yet never green: edited by hand, expired, pending or undecided."""
+        return self.outcome in (DRIFTED, EXPIRED, PENDING) or self.undecided

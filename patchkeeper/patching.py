@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from patchkeeper import git
+from patchkeeper import git, nextstep
 from patchkeeper import outcomes as oc
 from patchkeeper.config import Settings
 from patchkeeper.engine import Classification, Recorded, classify, present_in_ref, split_hunks
@@ -19,7 +20,7 @@ from patchkeeper.errors import UserError
 from patchkeeper.install import Install, install_version
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchFile, PatchSet
-from patchkeeper.remembered import remember
+from patchkeeper.remembered import foreign_problem, remember
 from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
@@ -78,8 +79,15 @@ def classify_worktree(
     moved = {name for name, record in records.items() if record.base != head}
     recorded = {name: r for name, r in recorded.items() if name not in moved}
 
+    on_upstream: list[bool] = []  # asked once, and only when some patch is present
+
     def from_head(variant: PatchFile) -> bool:
-        return present_in_ref(install.path, "HEAD", variant)
+        """Present in HEAD's commit, and HEAD is upstream's (not an operator's own commit)."""
+        if not present_in_ref(install.path, "HEAD", variant):
+            return False
+        if not on_upstream:
+            on_upstream.append(head_is_upstream(install.path))
+        return on_upstream[0]
 
     def load(index: ScratchIndex, paths: set[str]) -> None:
         index.load_worktree(paths)
@@ -100,6 +108,18 @@ def classify_worktree(
             base = records[result.name].base[:12]
             result.notes.append(f"recorded on {base}; HEAD has moved since: judged afresh")
     return version, classification, records
+
+
+def head_is_upstream(repo: Path) -> bool:
+    """Whether HEAD is on one of upstream's branches or tags (remote-tracking refs, tags).
+
+    A commit the operator made on top (say, of the patched tree) is on neither: its content
+    is theirs, never a sign that upstream has a fix.
+    """
+    containing = git.out(
+        ["for-each-ref", "--count=1", "--contains", "HEAD", "refs/remotes/", "refs/tags/"], repo
+    )
+    return bool(containing)
 
 
 def _write(install: Install, diff: bytes) -> None:
@@ -148,16 +168,16 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
 
 
 def worktree_status(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
-    version, classification, records = classify_worktree(install, settings, patch_set)
+    version, classification, _ = classify_worktree(install, settings, patch_set)
     report = TreeReport(install, install.head(), version, classification.results)
+    apply = nextstep.command("apply", install=install.path, patches=patch_set.root)
     for result in report.results:
         if result.outcome in oc.WRITES:
-            result.detail = "not applied yet: what `patchkeeper apply` would do"
-    for name in sorted(set(records) - {p.name for p in patch_set.patches}):
-        report.notes.append(
-            f"{name}: written by patchkeeper but no longer in the series; "
-            f"`patchkeeper unapply {name}` removes it"
-        )
+            # Not in place: said as such, never with the word of a patch that was written.
+            result.would, result.outcome = result.outcome, oc.PENDING
+            result.detail = f"not applied yet: `{apply}` would write it ({result.would})"
+    if (foreign := foreign_problem(install, patch_set)) is not None:
+        report.notes.append(foreign)
     return report
 
 

@@ -30,6 +30,7 @@ _COLOURS = {
     oc.INVALID: "red",
     oc.DRIFTED: "yellow",
     oc.EXPIRED: "yellow",
+    oc.PENDING: "yellow",
 }
 
 
@@ -53,6 +54,7 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "in_place": result.in_place,
         "recorded": result.recorded,
         "undecided": result.undecided,
+        "would": result.would,
         "detail": result.detail,
         "offsets": [asdict(o) for o in result.offsets],
         "merged_files": result.merged_files,

@@ -41,7 +41,8 @@ def fix(repo: Path, old: str = "line 10\n", new: str = "line 10 fixed\n", **fiel
 def test_apply_is_written_once_recorded_and_idempotent(repo: Path, tmp_path: Path) -> None:
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": fix(repo)})
     code, doc = run_json("status", "--install", repo, "--patches", patches)
-    assert (code, outcomes(doc)) == (5, {"fix": "applied"})
+    assert (code, outcomes(doc)) == (5, {"fix": "pending"})
+    assert doc["patches"][0]["would"] == "applied"
     assert doc["patches"][0]["in_place"] is False
 
     code, doc = run_json("apply", "--install", repo, "--patches", patches)
@@ -193,7 +194,7 @@ def test_unapply_removes_exactly_what_was_written(repo: Path, tmp_path: Path) ->
     assert app.read_text() == replace(LINES, "line 30\n", "line 30 by the user\n")
     assert (repo / "other.py").read_text().endswith("user edit elsewhere\n")
     code, doc = run_json("status", "--install", repo, "--patches", patches)
-    assert (code, outcomes(doc)) == (5, {"fix": "applied"})  # pending again
+    assert (code, outcomes(doc)) == (5, {"fix": "pending"})  # pending again
 
 
 def test_user_edit_in_the_same_file_is_kept_when_patch_applies_on_top(
@@ -265,7 +266,7 @@ def test_status_names_a_stash_holding_a_patch(repo: Path, tmp_path: Path) -> Non
     git(repo, "stash", "push", "--include-untracked", "-m", "hermes-update-autostash-20261129")
     code, doc = run_json("status", "--install", repo, "--patches", patches)
     assert code == 5
-    assert doc["patches"][0]["outcome"] == "applied"  # pending again, not "drifted"
+    assert doc["patches"][0]["outcome"] == "pending"  # pending again, not "drifted"
     notes = doc["patches"][0]["notes"]
     assert any("stash@{0} On main: hermes-update-autostash-20261129 holds" in n for n in notes)
     assert any("stash patch-content (fix)" in note for note in doc["notes"])
@@ -280,7 +281,7 @@ def test_status_notes_a_recorded_patch_that_left_the_series(repo: Path, tmp_path
     code, doc = run_json("status", "--install", repo, "--patches", patches)
     assert code == 5
     assert any(
-        "other: written by patchkeeper but no longer in the series" in n for n in doc["notes"]
+        f"{patches} does not hold other, applied from {patches}" in n for n in doc["notes"]
     )
     assert run_cli("unapply", "other", "--install", repo, "--patches", patches).returncode == 0
     assert (repo / "other.py").read_text() == LINES

@@ -106,3 +106,20 @@ def test_an_unknown_version_takes_nothing_out(tmp_path: Path) -> None:
     assert tree_snapshot(install) == before
     code, document = run_json("status", *where(install, patches))
     assert code == 5 and document["patches"][0]["undecided"] is True
+
+
+def test_a_fix_the_operator_committed_is_not_taken_for_upstream(tmp_path: Path) -> None:
+    """After `git commit -a` of the patched tree the fix is in HEAD, but HEAD is the
+    operator's own commit, on no upstream branch or tag: never `upstream-has-it`."""
+    _, install, patches = world(tmp_path, applies_to=">=0.21")
+    git(install, "switch", "-q", "-c", "local")
+    assert run_cli("apply", *where(install, patches)).returncode == 0
+    git(install, "commit", "-q", "-am", "keep the fix")
+    code, document = run_json("status", *where(install, patches))
+    assert (code, outcomes(document)) == (0, {"fix": "already-applied"}), document
+    assert "retire" not in document["patches"][0]["detail"]
+
+    # The same content on an upstream tag is upstream's.
+    git(install, "tag", "v0.21.1")
+    code, document = run_json("status", *where(install, patches))
+    assert outcomes(document) == {"fix": "upstream-has-it"}

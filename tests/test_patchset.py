@@ -147,7 +147,8 @@ def test_shallow_clone_reads_its_version(tmp_path: Path) -> None:
     )
     _, doc = run_json("status", "--install", clone, "--patches", root)
     assert doc["install"]["version"] == "0.21.5"
-    assert doc["patches"][0]["outcome"] == "applied"
+    assert doc["patches"][0]["outcome"] == "pending"
+    assert doc["patches"][0]["would"] == "applied"
 
 
 def test_remote_tags_are_adopted_only_for_commits_already_here(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from patchkeeper.demo.sandbox import TAGS, Sandbox
 from tests.helpers import bare_hermes_update, git, outcomes, run_cli, run_json, tree_snapshot
 
+WRITES = ("applied", "applied-offset", "merged-3way")
 EXPECTED = {  # the patches carry real upstream line numbers: an offset even at the base
     "v0.21.3": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
     "v0.21.5": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
@@ -19,6 +20,11 @@ EXPECTED = {  # the patches carry real upstream line numbers: an offset even at 
     "v0.23.0": {"adoption-retry": "upstream-has-it", "schema-once": "applied-offset"},
     "v0.24.0": {"adoption-retry": "upstream-has-it", "schema-once": "conflict"},
 }
+
+
+def pending(expected: dict[str, str]) -> dict[str, str]:
+    """What `status` says before `apply`: a patch that would be written is `pending`."""
+    return {name: "pending" if word in WRITES else word for name, word in expected.items()}
 
 
 def pk(sandbox: Sandbox, *args: str) -> tuple[int, dict]:
@@ -51,7 +57,8 @@ def test_apply_status_unapply_round_trip_keeps_user_edits(sandbox: Sandbox) -> N
         (install / "hermes_constants.py").read_text() + "# operator note\n"
     )
     code, doc = pk(sandbox, "status")
-    assert (code, outcomes(doc)) == (5, EXPECTED["v0.21.3"])
+    assert (code, outcomes(doc)) == (5, pending(EXPECTED["v0.21.3"]))
+    assert [p["would"] for p in doc["patches"]] == list(EXPECTED["v0.21.3"].values())
 
     code, doc = pk(sandbox, "apply")
     assert (code, outcomes(doc)) == (0, EXPECTED["v0.21.3"])
@@ -156,7 +163,7 @@ def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> No
     sandbox.fetch_tags()
     code, doc = pk(sandbox, "status")
     assert code == 5
-    assert outcomes(doc) == EXPECTED["v0.23.0"]
+    assert outcomes(doc) == pending(EXPECTED["v0.23.0"])
     schema = doc["patches"][1]
     assert any("HEAD has moved since" in note for note in schema["notes"])
     assert any("hermes-update-autostash" in note for note in schema["notes"])

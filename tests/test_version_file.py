@@ -47,7 +47,7 @@ def test_an_install_without_tags_reports_its_files_version(tmp_path: Path) -> No
     code, doc = run_json(
         "status", "--install", install, "--patches", patch_set(tmp_path / "ps", upstream)
     )
-    assert (code, outcomes(doc)) == (5, {"fix": "applied"})  # 5: not applied yet
+    assert (code, outcomes(doc)) == (5, {"fix": "pending"})  # 5: not applied yet
     assert (doc["install"]["version"], doc["install"]["version_source"]) == ("0.21.3", "file")
 
     untold = patch_set(tmp_path / "untold", upstream, config="")
@@ -91,7 +91,7 @@ def test_a_calver_tag_never_outranks_the_files_version(tmp_path: Path) -> None:
     repo = repo_at(tmp_path / "up", "0.21.3", tag="v2026.7.20")
     code, doc = run_json("status", "--install", repo, "--patches", patch_set(tmp_path / "ps", repo))
     assert (doc["install"]["version"], doc["install"]["version_source"]) == ("0.21.3", "file")
-    assert (code, outcomes(doc)) == (5, {"fix": "applied"})
+    assert (code, outcomes(doc)) == (5, {"fix": "pending"})
 
     untold = patch_set(tmp_path / "untold", repo, config="")
     code, doc = run_json("status", "--install", repo, "--patches", untold)

@@ -11,7 +11,6 @@ from patchkeeper import journal as jr
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.leftovers import find_leftovers, note_leftovers
 from patchkeeper.patching import TreeReport, worktree_status
-from patchkeeper.remembered import foreign_problem
 from patchkeeper.report import emit_json, patch_json, patch_lines
 from patchkeeper.update import UpdateOptions, retry_command
 from patchkeeper.verdict import tree_exit_code
@@ -95,8 +94,6 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     workspace = open_workspace(install_path, patches_dir)
     report = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
     report.patch_set = workspace.patch_set_label
-    if (foreign := foreign_problem(workspace.install, workspace.patch_set)) is not None:
-        report.notes.append(foreign)
     note_leftovers_in(report, workspace)
     if (unfinished := jr.load(workspace.install.state_dir)) is not None:
         report.notes.insert(
