@@ -12,7 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper import git, nextstep
+from patchkeeper import git
 from patchkeeper import outcomes as oc
 from patchkeeper.config import Settings
 from patchkeeper.engine import Classification, Recorded, classify, present_in_ref, split_hunks
@@ -170,12 +170,11 @@ def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> 
 def worktree_status(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
     version, classification, _ = classify_worktree(install, settings, patch_set)
     report = TreeReport(install, install.head(), version, classification.results)
-    apply = nextstep.command("apply", install=install.path, patches=patch_set.root)
     for result in report.results:
         if result.outcome in oc.WRITES:
             # Not in place: said as such, never with the word of a patch that was written.
             result.would, result.outcome = result.outcome, oc.PENDING
-            result.detail = f"not applied yet: `{apply}` would write it ({result.would})"
+            result.detail = f"not applied yet: apply would write it ({result.would})"
     if (foreign := foreign_problem(install, patch_set)) is not None:
         report.notes.append(foreign)
     return report

@@ -15,7 +15,12 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.commands.status import note_leftovers_in, render_tree, tree_json
+from patchkeeper.commands.status import (
+    note_leftovers_in,
+    note_next_steps,
+    render_tree,
+    tree_json,
+)
 from patchkeeper.patching import apply_patches
 from patchkeeper.report import emit_json
 from patchkeeper.verdict import tree_exit_code
@@ -43,6 +48,7 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
+    note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)  # a parked stash may hold the user's content
     code = tree_exit_code(report.results, pending_needs_attention=False)
     if any(note.startswith("leftover ") for note in report.notes):

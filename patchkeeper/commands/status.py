@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes
+from patchkeeper import exitcodes, nextstep
 from patchkeeper import journal as jr
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.leftovers import find_leftovers, note_leftovers
@@ -45,6 +45,14 @@ def tree_json(report: TreeReport) -> dict:
         "patch_set": report.patch_set,
         "patches": [patch_json(r) for r in report.results],
     }
+
+
+def note_next_steps(report: TreeReport, workspace: Workspace) -> None:
+    """A line for every patch that needs a person, naming the command that settles it."""
+    root, install = workspace.patch_set.root, workspace.install.path
+    report.notes += [
+        step for r in report.results if (step := nextstep.for_patch(r, install, root)) is not None
+    ]
 
 
 def note_leftovers_in(report: TreeReport, workspace: Workspace) -> None:
@@ -94,6 +102,7 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     workspace = open_workspace(install_path, patches_dir)
     report = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
     report.patch_set = workspace.patch_set_label
+    note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)
     if (unfinished := jr.load(workspace.install.state_dir)) is not None:
         report.notes.insert(

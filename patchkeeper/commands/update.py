@@ -47,6 +47,7 @@ def update_json(report: UpdateReport) -> dict[str, Any]:
             "version_before": report.version_before,
             "version_after": report.version_after,
         },
+        "patch_set": report.patch_set,
         "phases": [asdict(p) for p in report.phases],
         "preview": None
         if report.preview is None
@@ -93,6 +94,8 @@ def render_update(report: UpdateReport) -> None:
     after = report.version_after or "?"
     echo(f"  version  {report.version_before} -> {after}")
     echo(f"  HEAD     {report.head_before[:12]} -> {(report.head_after or '?')[:12]}")
+    if report.patch_set:
+        echo(f"  set      {report.patch_set}")
     if report.upstream is not None:
         echo(f"  upstream {' '.join(report.upstream.command)}: {report.upstream.describe()}")
     echo("patches:" if report.tree or not report.preview else f"patches on {report.preview.ref}:")
