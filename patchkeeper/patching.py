@@ -133,8 +133,18 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def apply_patches(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
-    version, classification, records = classify_worktree(install, settings, patch_set)
+def apply_patches(
+    install: Install,
+    settings: Settings,
+    patch_set: PatchSet,
+    *,
+    was_in_place: Collection[str] = (),
+) -> TreeReport:
+    """Write every patch that applies in one step and record it (WAS_IN_PLACE: see
+    `classify_worktree`)."""
+    version, classification, records = classify_worktree(
+        install, settings, patch_set, was_in_place=was_in_place
+    )
     head = install.head() or ""
     _write(install, classification.combined_diff())
     new_diffs: dict[str, bytes] = {}

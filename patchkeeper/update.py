@@ -147,6 +147,7 @@ class UpdateReport:
     not_done: str = ""  # why the update asked for did not happen (or not all of it)
     rolled_back: bool = False  # the tree went back to the `before` snapshot on the old HEAD
     retry: str = ""  # the command that runs this update again
+    patch_set: str = ""  # the set's folder and why it was used (Workspace.patch_set_label)
 
     @property
     def update_done(self) -> bool:
@@ -160,7 +161,7 @@ class UpdateReport:
 
     def exit_code(self) -> int:
         codes = [exitcodes.ATTENTION] if self.attention else []
-        if any(r.undecided for r in self.patch_results):
+        if any(r.needs_a_person for r in self.patch_results):
             codes.append(exitcodes.ATTENTION)
         if any(r.outcome in oc.FAILED for r in self.patch_results):
             codes.append(exitcodes.PATCH_FAILED)
@@ -272,6 +273,7 @@ class UpdateRun:
         self.sink = _sink(options.as_json)
         self.resumed = False  # True when `recover` finishes a run another process started
         self.report = UpdateReport(self.install, journal.id, journal.old_head, journal.old_version)
+        self.report.patch_set = workspace.patch_set_label
         # A journal written before runs recorded it: the same update, without its options.
         self.report.retry = journal.extra.get("retry") or retry_command(workspace, UpdateOptions())
 
@@ -542,7 +544,15 @@ class UpdateRun:
 
     def apply(self) -> str:
         self._learn_release_tags()
-        self.report.tree = apply_patches(self.install, self.ws.settings, self.ws.patch_set)
+        # What was in place before set-aside took it out: a fix past its range is `expired`.
+        backup = self.journal.run_dir(self.state_dir) / STATE_BACKUP
+        self.report.tree = apply_patches(
+            self.install,
+            self.ws.settings,
+            self.ws.patch_set,
+            was_in_place=set(load_applied(backup)),
+        )
+        self._keep_records_of_undecided(backup)
         jr.checkpoint("6.1")
         results = self.report.tree.results
         for result in results:
@@ -550,10 +560,25 @@ class UpdateRun:
                 self.report.notes.append(
                     f"{result.name}: upstream has it now: retire the patch (drop it from series)"
                 )
-            if result.outcome == oc.DRIFTED:
-                self.report.attention.append(f"{result.name} drifted: {result.detail}")
+            step = nextstep.for_patch(result, self.install.path, self.ws.patch_set.root)
+            if step is not None:
+                self.report.attention.append(step)
         self._settle_leftovers({r.name: r.outcome for r in results})
         return ", ".join(f"{r.name} {r.outcome}" for r in results) or "the patch set is empty"
+
+    def _keep_records_of_undecided(self, backup: Path) -> None:
+        """An expired or undecided fix stays recorded (its content is out of the tree), so
+        later runs still know it was in place, and `unapply` can retire it on purpose."""
+        assert self.report.tree is not None
+        records, before = load_applied(self.state_dir), load_applied(backup)
+        kept = {
+            result.name: before[result.name]
+            for result in self.report.tree.results
+            if result.needs_a_person and result.name in before and result.name not in records
+        }
+        if kept:
+            diffs = {name: written_diff(backup, record) for name, record in kept.items()}
+            save_applied(self.state_dir, {**records, **kept}, diffs)
 
     def _learn_release_tags(self) -> None:
         """Name the new version right (variants depend on it) though the updater fetched no tags."""

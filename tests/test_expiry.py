@@ -59,8 +59,8 @@ def test_a_fix_past_its_range_is_expired_not_quietly_dropped(tmp_path: Path) -> 
 
     text = run_cli("apply", *where(install, patches))
     assert text.returncode == 5, text.stdout
-    [line] = [line for line in text.stdout.splitlines() if "expired" in line]
-    assert "fix" in line and "`patchkeeper unapply fix --install " in line
+    [line] = [line for line in text.stdout.splitlines() if line.startswith("note: fix expired")]
+    assert "`patchkeeper unapply fix --install " in line
     before = tree_snapshot(install)
     assert run_cli("apply", *where(install, patches)).returncode == 5, "still not green"
     assert tree_snapshot(install) == before, "an expired fix is never written nor removed"
@@ -123,3 +123,21 @@ def test_a_fix_the_operator_committed_is_not_taken_for_upstream(tmp_path: Path) 
     git(install, "tag", "v0.21.1")
     code, document = run_json("status", *where(install, patches))
     assert outcomes(document) == {"fix": "upstream-has-it"}
+
+
+def test_update_past_a_fix_range_is_exit_5_and_names_the_retire_command(tmp_path: Path) -> None:
+    _, install, patches = world(tmp_path, applies_to=">=0.21,<0.22")
+    (patches / "patchkeeper.toml").write_text(
+        '[update]\ncommand = ["git", "checkout", "-q", "v0.22.0"]\n'
+    )
+    assert run_cli("apply", *where(install, patches)).returncode == 0
+    code, document = run_json("update", *where(install, patches))
+    assert code == 5, document
+    assert document["install"]["version_after"] == "0.22.0"
+    assert outcomes(document) == {"fix": "expired"}
+    [line] = [item for item in document["attention"] if item.startswith("fix expired")]
+    retire = shlex.split(line.split("`")[1])
+    assert retire == ["patchkeeper", "unapply", "fix", *where(install, patches)]
+    assert run_cli(*retire[1:]).returncode == 0
+    code, document = run_json("status", *where(install, patches))
+    assert (code, outcomes(document)) == (0, {"fix": "not-applicable"})
