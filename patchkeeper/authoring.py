@@ -24,12 +24,16 @@ from patchkeeper.version import VersionInfo
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def minor_series(version: VersionInfo) -> str | None:
-    """`>=0.21,<0.22` for 0.21.5: the default Applies-To of a new patch."""
+def from_this_minor(version: VersionInfo) -> str | None:
+    """`>=0.21` for 0.21.5: the default Applies-To of a new patch.
+
+    Open-ended: a fix is kept until upstream has it or someone narrows its range; an upper
+    bound guessed now would make the fix `expired` at the next minor release for no reason.
+    """
     if version.version is None:
         return None
     major, minor = (*version.version.release, 0)[:2]
-    return f">={major}.{minor},<{major}.{minor + 1}"
+    return f">={major}.{minor}"
 
 
 def _diff_for(install: Install, patch_set: PatchSet, name: str, paths: list[str]) -> bytes:
@@ -105,7 +109,7 @@ def record_patch(
         f"Last-Update: {dt.date.today().isoformat()}",
         f"Base: {install.head()}",
     ]
-    if applies := minor_series(version):
+    if applies := from_this_minor(version):
         header.append(f"Applies-To: {applies}")
     text = ("\n".join(header) + "\n---\n").encode() + diff
     _write_checked(target, text)
