@@ -86,6 +86,7 @@ def command(
         emit_json(
             "check",
             code,
+            patch_set=workspace.patch_set_label,
             targets=[
                 {
                     "ref": r.ref,
@@ -103,4 +104,5 @@ def command(
         )
     else:
         render_table(reports)
+        click.echo(f"patch set: {workspace.patch_set_label}")
     return code
