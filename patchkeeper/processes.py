@@ -61,6 +61,29 @@ def _pump(stream: IO[bytes], sink: LineSink) -> None:
         sink(line)
 
 
+TAIL_POLL_SECONDS = 0.02
+
+
+def _tail(path: Path, sink: LineSink, exited: threading.Event) -> None:
+    """Hand each line written to PATH to SINK, until the command has exited and all it wrote
+    before that is read."""
+    pending = b""
+    with path.open("rb") as handle:
+        while True:
+            finished = exited.is_set()  # read before the last read: nothing is missed
+            chunk = handle.read(65536)
+            if chunk:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    sink(line + b"\n")
+                continue
+            if finished:
+                if pending:
+                    sink(pending)
+                return
+            time.sleep(TAIL_POLL_SECONDS)
+
+
 def run_in_group(
     argv: Sequence[str],
     cwd: Path,
@@ -71,30 +94,46 @@ def run_in_group(
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
     end_group: bool = False,
+    log: Path | None = None,
 ) -> Finished:
     """Run ARGV in its own process group, each output line handed to a sink as it comes.
 
     Without ON_STDERR, stderr is merged into stdout. Past TIMEOUT the group gets SIGTERM, then
     SIGKILL after a grace. With END_GROUP the group is killed once the leader exits, so no
     helper outlives the command whatever happened.
+
+    With LOG (stdout and stderr merged), the command writes to that file, which is read back
+    as it grows: if this process dies, a command that outlives it (an updater half-way through
+    a checkout) writes on into a file, never into a pipe nobody reads, which would kill it.
     """
     started = time.monotonic()
+    output: IO[bytes] | int = subprocess.PIPE
+    if log is not None:
+        output = log.open("wb")
     try:
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=None if env is None else dict(env),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if on_stderr is None else subprocess.PIPE,
+            stdout=output,
+            stderr=subprocess.STDOUT if on_stderr is None or log else subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
         return Finished(None, start_error=f"could not start {argv[0]}: {exc.strerror or exc}")
+    finally:
+        if log is not None:
+            output.close()  # type: ignore[union-attr]  (the child holds its own copy)
     if on_start is not None:
         on_start(proc.pid)
-    streams = [(proc.stdout, on_stdout)] + ([(proc.stderr, on_stderr)] if on_stderr else [])
-    readers = [threading.Thread(target=_pump, args=pair, daemon=True) for pair in streams]
+    exited = threading.Event()
+    if log is not None:
+        readers = [threading.Thread(target=_tail, args=(log, on_stdout, exited), daemon=True)]
+    else:
+        streams = [(proc.stdout, on_stdout)]
+        streams += [(proc.stderr, on_stderr)] if on_stderr else []
+        readers = [threading.Thread(target=_pump, args=pair, daemon=True) for pair in streams]
     for reader in readers:
         reader.start()
     # A blocking wait in a thread: Popen.wait(timeout) polls, adding up to 50 ms per command.
@@ -112,6 +151,7 @@ def run_in_group(
         if waiter.is_alive():
             kill_group(proc.pid, signal.SIGKILL)
     exit_status = proc.wait()
+    exited.set()
     if timed_out or end_group:  # members that outlived the leader
         kill_group(proc.pid, signal.SIGKILL)
     for reader in readers:

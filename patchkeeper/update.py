@@ -51,6 +51,7 @@ from patchkeeper.workspace import Workspace
 
 DEFAULT_TIMEOUT = 3600.0
 TAIL_LINES = 20
+UPSTREAM_LOG = "upstream.log"  # in the run's folder: the updater's output, whoever reads it
 # Outcomes after which a patch's content is back in the tree (or no longer needed).
 BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
 
@@ -179,8 +180,10 @@ def run_streamed(
     timeout: float,
     sink: BinaryIO,
     on_start: Callable[[int], None] | None = None,
+    log: Path | None = None,
 ) -> CommandResult:
-    """Run COMMAND in its own process group, its output streamed to SINK as it comes."""
+    """Run COMMAND in its own process group, its output streamed to SINK as it comes (through
+    the file LOG when given, so the command never writes into a pipe that died with us)."""
     tail: deque[str] = deque(maxlen=TAIL_LINES)
 
     def line(raw: bytes) -> None:
@@ -188,7 +191,9 @@ def run_streamed(
         sink.flush()
         tail.append(raw.decode(errors="replace").rstrip("\n"))
 
-    finished = run_in_group(command, cwd, timeout=timeout, on_stdout=line, on_start=on_start)
+    finished = run_in_group(
+        command, cwd, timeout=timeout, on_stdout=line, on_start=on_start, log=log
+    )
     return CommandResult(
         list(command),
         exit_status=finished.exit_status,
@@ -472,7 +477,10 @@ class UpdateRun:
         # "the upstream command never ran" (recover then rolls back as if it may have run).
         self.journal.extra["upstream_starting"] = True
         jr.save(self.state_dir, self.journal)
-        result = run_streamed(command, self.install.path, timeout, self.sink, started)
+        run_dir = self.journal.run_dir(self.state_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        log = run_dir / UPSTREAM_LOG
+        result = run_streamed(command, self.install.path, timeout, self.sink, started, log)
         jr.checkpoint("4.1")
         self.report.upstream = result
         self.journal.upstream_exit = result.exit_status
