@@ -35,6 +35,7 @@ from patchkeeper.install import Install, operation_in_progress
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet
 from patchkeeper.receipts import install_receipts
+from patchkeeper.reflog import ReflogEntry, read_reflog
 from patchkeeper.scratch import scratch_index
 
 HERMES_AUTOSTASH = "hermes-update-autostash-"
@@ -215,33 +216,28 @@ class Leftover:
         )
 
 
-def _stash_entries(repo: Path) -> list[tuple[str, str, float, str]]:
-    """(stash@{n}, sha, commit time, message), newest first."""
-    proc = git.run(["stash", "list", "--format=%gd%x00%H%x00%ct%x00%gs"], repo, check=False)
-    entries = []
-    for line in proc.stdout.decode(errors="replace").splitlines():
-        selector, sha, stamp, message = line.split("\0", 3)
-        entries.append((selector, sha, float(stamp), message))
-    return entries
+def _stash_entries(install: Install) -> list[ReflogEntry]:
+    """The stash list, newest first (read from the stash reflog; no git process)."""
+    return read_reflog(install.git_dir, "refs/stash")
 
 
-def stash_top(repo: Path) -> str | None:
-    proc = git.run(["rev-parse", "-q", "--verify", "refs/stash"], repo, check=False)
-    return proc.stdout.decode().strip() or None
+def stash_top(install: Install) -> str | None:
+    entries = _stash_entries(install)
+    return entries[0].sha if entries else None
 
 
-def new_stash_shas(repo: Path, top: str | None, since: float) -> set[str]:
+def new_stash_shas(install: Install, top: str | None, since: float) -> set[str]:
     """Entries pushed after TOP was recorded: the stash reflog walked down to TOP.
 
     If TOP is no longer in the reflog (something dropped it), entries made since SINCE count.
     """
-    entries = _stash_entries(repo)
-    shas = [sha for _, sha, _, _ in entries]
+    entries = _stash_entries(install)
+    shas = [entry.sha for entry in entries]
     if top is None:
         return set(shas)
     if top in shas:
         return set(shas[: shas.index(top)])
-    return {sha for _, sha, stamp, _ in entries if stamp >= since - 1}
+    return {entry.sha for entry in entries if entry.time >= since - 1}
 
 
 def known_stashes(install: Install) -> set[str]:
@@ -262,7 +258,7 @@ def known_stashes(install: Install) -> set[str]:
 def remember_stashes(install: Install, items: Iterable[Leftover], run_id: str) -> None:
     """Record the stash entries among ITEMS so that `leftovers` and `status` list them after
     this run too; entries no longer in the stash are forgotten."""
-    entries = {sha: message for _, sha, _, message in _stash_entries(install.path)}
+    entries = {entry.sha: entry.message for entry in _stash_entries(install)}
     known = known_stashes(install) | {i.rev for i in items if i.kind == STASH and i.rev}
     kept = [{"sha": sha, "message": entries[sha], "run": run_id} for sha in sorted(known)
             if sha in entries]  # fmt: skip
@@ -295,9 +291,11 @@ def _content_leftover(
     return leftover
 
 
-def _stash_leftovers(repo: Path, wanted: set[str]) -> list[Leftover]:
+def _stash_leftovers(install: Install, wanted: set[str]) -> list[Leftover]:
+    repo = install.path
     found = []
-    for selector, sha, stamp, message in _stash_entries(repo):
+    for entry in _stash_entries(install):
+        selector, sha, stamp, message = entry.selector, entry.sha, entry.time, entry.message
         if sha in wanted or HERMES_AUTOSTASH in message:
             leftover = _content_leftover(
                 repo,
@@ -427,7 +425,7 @@ def find_leftovers(
     """
     if exclude_run is None and (unfinished := jr.load(install.state_dir)) is not None:
         exclude_run = unfinished.id
-    found = _stash_leftovers(install.path, set(new_stashes) | known_stashes(install))
+    found = _stash_leftovers(install, set(new_stashes) | known_stashes(install))
     found += _autostash_leftovers(install)
     found += _set_aside_leftovers(install.path, exclude_run)
     for leftover in found:
@@ -559,7 +557,7 @@ def drop(install: Install, leftover: Leftover) -> str:
     backup = save_backup(install.path, leftover)
     if leftover.kind == STASH:
         selector = next(
-            (sel for sel, sha, _, _ in _stash_entries(install.path) if sha == leftover.rev), None
+            (e.selector for e in _stash_entries(install) if e.sha == leftover.rev), None
         )
         if selector is not None:
             _drop_stash_entry(install.path, selector, leftover.rev)

@@ -492,7 +492,7 @@ class UpdateRun:
     # -- phases 5-10 (also how `recover` finishes a run)
 
     def leftovers(self) -> str:
-        new = lo.new_stash_shas(self.install.path, self.journal.stash_top, _epoch(self.journal))
+        new = lo.new_stash_shas(self.install, self.journal.stash_top, _epoch(self.journal))
         before = set(self.journal.extra.get("leftovers_before", []))
         self.report.leftovers = []
         found = lo.find_leftovers(
@@ -822,7 +822,7 @@ def start_journal(workspace: Workspace) -> jr.Journal:
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         old_head=head,
         old_version=str(install_version(install, workspace.settings)),
-        stash_top=lo.stash_top(install.path),
+        stash_top=lo.stash_top(install),
     )
 
 
