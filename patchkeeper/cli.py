@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "recover": "recover",
     "smoke": "smoke",
     "doctor": "doctor",
+    "fleet": "fleet",
 }
 
 
