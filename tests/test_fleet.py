@@ -272,7 +272,7 @@ def test_a_conflicting_canary_halts_the_rollout_with_the_rest_untouched(fleet: F
     proc = play(fleet, patchkeeper_preview="origin/main")
     assert proc.returncode == 2, proc.stdout[-4000:]
     rollout = proc.stdout.split("PLAY [Roll", 1)[1]
-    assert "h1: exit 3 (update)" in rollout and "schema-once" in rollout
+    assert "h1: exit 3 (update): does not apply on origin/main: schema-once" in rollout
     assert "[h2]" not in rollout.split("PLAY RECAP")[0]
     after = {host.name: state(host) for host in fleet.hosts}
     assert after == before  # the preview stopped the canary too, before it touched anything
@@ -287,6 +287,8 @@ def test_a_conflicting_canary_halts_the_rollout_with_the_rest_untouched(fleet: F
     canary = rows["h1"]
     assert canary["exit_code"] == 3 and canary["report"] is True
     assert {p["name"]: p["outcome"] for p in canary["patches"]}["schema-once"] == "conflict"
+    assert canary["patches_on"] == "origin/main"  # the preview's outcomes: h1 kept its patches
+    assert "conflict (preview)" in text and "stopped at the preview" in text
     for name in ("h2", "h3", "h4"):
         assert rows[name]["report"] is False and rows[name]["exit_code"] is None
     assert document["counts"] == {"hosts": 4, "no_report": 3, "exit_3": 1}

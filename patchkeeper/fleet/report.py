@@ -20,6 +20,7 @@ from patchkeeper.errors import UserError
 UPDATE_REPORT = "update.json"
 SMOKE_REPORT = "smoke.json"
 NO_REPORT = "no report"
+_FAILED = ("conflict", "invalid")
 KEPT = "kept"  # what a leftover an update did not settle is called in the table
 
 
@@ -32,6 +33,7 @@ class HostRow:
     version_before: str | None = None
     version_after: str | None = None
     patches: dict[str, str] = field(default_factory=dict)  # name -> outcome
+    patches_on: str | None = None  # the preview ref, when the outcomes are the preview's
     smoke: str = ""
     leftovers: list[dict[str, Any]] = field(default_factory=list)  # not settled by the update
     attention: list[str] = field(default_factory=list)
@@ -105,6 +107,20 @@ def _smoke_verdict(document: dict[str, Any]) -> str:
     return "pass" if verdicts else "none"
 
 
+def _preview_only(document: dict[str, Any]) -> str | None:
+    """The preview's ref when the update stopped there: its outcomes are then the preview's
+    (against that ref), and the install still has what it had."""
+    preview = document.get("preview")
+    if not isinstance(preview, dict) or not isinstance(preview.get("ref"), str):
+        return None
+    phases = document.get("phases") if isinstance(document.get("phases"), list) else []
+    applied = any(
+        isinstance(p, dict) and p.get("name") == "apply" and p.get("status") == "done"
+        for p in phases
+    )
+    return None if applied else preview["ref"]
+
+
 def read_host(folder: Path) -> HostRow:
     row = HostRow(folder.name)
     document, problem = _load(folder / UPDATE_REPORT)
@@ -123,6 +139,7 @@ def read_host(folder: Path) -> HostRow:
         for p in patches
         if isinstance(p, dict) and isinstance(p.get("name"), str)
     }
+    row.patches_on = _preview_only(document)
     smoke = document.get("smoke") if isinstance(document.get("smoke"), dict) else {}
     row.smoke = _text(smoke.get("status"))
     leftovers = document.get("leftovers") if isinstance(document.get("leftovers"), list) else []
@@ -183,7 +200,8 @@ def render_fleet(fleet: Fleet) -> list[str]:
         if not row.reported:
             table.append([row.host, f"{NO_REPORT}: {row.problem}"])
             continue
-        cells = [row.patches.get(name, "-") for name in names]
+        mark = " (preview)" if row.patches_on else ""
+        cells = [row.patches[name] + mark if name in row.patches else "-" for name in names]
         smoke = row.smoke or "-"
         table.append([row.host, _version(row), *cells, smoke, _leftovers(row), str(row.exit_code)])
     widths = [
@@ -204,6 +222,14 @@ def render_fleet(fleet: Fleet) -> list[str]:
         lines.append(what)
         if row.error:
             lines.append(f"  error: {row.error}")
+        if row.patches_on:
+            lines.append(
+                f"  stopped at the preview: the outcomes are against {row.patches_on}, "
+                "and the install was not touched"
+            )
+        failed = [name for name, outcome in row.patches.items() if outcome in _FAILED]
+        if failed:
+            lines.append(f"  does not apply: {', '.join(failed)}")
         lines += [f"  needs you: {item}" for item in row.attention]
         for item in row.leftovers:
             label = _text(item.get("label")) or _text(item.get("id"))
@@ -233,6 +259,7 @@ def fleet_json(fleet: Fleet) -> dict[str, Any]:
                 "version_before": row.version_before,
                 "version_after": row.version_after,
                 "patches": [{"name": n, "outcome": o} for n, o in row.patches.items()],
+                "patches_on": row.patches_on,
                 "smoke": row.smoke or None,
                 "leftovers": row.leftovers,
                 "attention": row.attention,
