@@ -2,14 +2,45 @@
 
 from patchkeeper import exitcodes
 
+# Characters that would break "one line" or talk to the terminal: C0 and C1 controls, DEL,
+# and the separators str.splitlines() breaks at; lone surrogates stand for undecodable bytes.
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if char in _SHORT:
+        return _SHORT[char]
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the byte that did not decode
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _needs_escape(char: str) -> bool:
+    code = ord(char)
+    return (
+        code < 0x20 or 0x7F <= code <= 0x9F or code in (0x2028, 0x2029) or 0xD800 <= code <= 0xDFFF
+    )
+
+
+def one_line(text: str) -> str:
+    """TEXT with every control character escaped (`\\n`, `\\x0b`): safe to print as one line,
+    whatever a patch file or a file name held."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(c) if _needs_escape(c) else c for c in text)
+
 
 class PatchkeeperError(Exception):
-    """A problem reported in one line with its exit code; never shown as a traceback."""
+    """A problem reported in one line with its exit code; never shown as a traceback.
+
+    The message is kept as one line: control characters from user files are escaped.
+    """
 
     exit_code = exitcodes.USAGE
 
     def __init__(self, message: str, exit_code: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(one_line(message))
         if exit_code is not None:
             self.exit_code = exit_code
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.errors import UserError
+from patchkeeper.errors import UserError, one_line
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        """`FILE:LINE: message` on one line: control characters from the file are escaped."""
+        return one_line(f"{self.path}:{self.line}: {self.message}")
 
 
 def raise_first(problems: list[Problem]) -> None:
