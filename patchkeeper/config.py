@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkeeper.errors import UserError
-from patchkeeper.patchset import unsafe_file
+from patchkeeper.patchset import MAX_SMALL_FILE_BYTES, SMOKE_NAME_RE, read_user_file, unsafe_file
 from patchkeeper.version import DEFAULT_VERSION_PATTERN, VersionFile
 
 CONFIG_NAME = "patchkeeper.toml"
@@ -21,6 +21,7 @@ _KNOWN: dict[str, set[str]] = {
     "install": {"path", "python", "version_command", "version_file", "version_pattern"},
     "update": {"command", "timeout", "post_apply"},
     "smoke": {"checks", "timeout"},
+    "patches": {"allow_outside_symlinks"},
 }
 
 
@@ -36,6 +37,7 @@ class Settings:
     post_apply: tuple[tuple[str, ...], ...] = ()
     smoke_checks: tuple[str, ...] = ()
     smoke_timeout: float = 120.0
+    allow_outside_symlinks: bool = False  # may a patch write a symlink out of the install?
 
 
 def _str_list(path: Path, key: str, value: Any, *, allow_empty: bool = True) -> tuple[str, ...]:
@@ -87,10 +89,12 @@ def load_settings(patch_dir: Path) -> Settings:
     path = patch_dir / CONFIG_NAME
     if not path.exists() and not path.is_symlink():
         return Settings(source=None, install_path=Path(DEFAULT_INSTALL).expanduser())
+    # A folder, a FIFO, a link to a device or a broken one: an error, never silent defaults.
+    raw, unreadable = read_user_file(path, MAX_SMALL_FILE_BYTES)
+    if unreadable:
+        raise UserError(f"{path}: {unreadable}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:  # a folder, a broken link, no permission: never silently defaults
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
@@ -104,6 +108,9 @@ def load_settings(patch_dir: Path) -> Settings:
     install = data.get("install", {})
     update = data.get("update", {})
     smoke = data.get("smoke", {})
+    links = data.get("patches", {}).get("allow_outside_symlinks", False)
+    if not isinstance(links, bool):
+        raise UserError(f"{path}: patches.allow_outside_symlinks must be true or false")
     for key in ("path", "python"):
         if key in install and not isinstance(install[key], str):
             raise UserError(f"{path}: install.{key} must be a string")
@@ -130,6 +137,19 @@ def load_settings(patch_dir: Path) -> Settings:
         post_apply=tuple(
             _str_list(path, "update.post_apply[]", cmd, allow_empty=False) for cmd in post
         ),
-        smoke_checks=_str_list(path, "smoke.checks", smoke.get("checks", [])),
+        smoke_checks=_check_names(path, smoke.get("checks", [])),
         smoke_timeout=_seconds(path, "smoke.timeout", smoke.get("timeout", 120.0)),
+        allow_outside_symlinks=links,
     )
+
+
+def _check_names(path: Path, value: Any) -> tuple[str, ...]:
+    """`[smoke] checks`: names of files in smoke/, never paths."""
+    names = _str_list(path, "smoke.checks", value)
+    for name in names:
+        if not SMOKE_NAME_RE.fullmatch(name.removesuffix(".py")):
+            raise UserError(
+                f"{path}: smoke.checks {name!r} is not a check name (a file in smoke/, "
+                "without a path)"
+            )
+    return names

@@ -9,8 +9,10 @@ Problems are collected rather than raised, so `lint` can list them all.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-from collections.abc import Iterable
+import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -22,6 +24,12 @@ from patchkeeper.problems import Problem, raise_first
 SERIES_NAME = "series"
 PATCH_SUFFIXES = (".patch", ".diff")
 NOT_PATCHES = {"smoke"}  # folders of a patch set that hold no patches
+# Files of a patch set are read whole; a FIFO would block and /dev/zero never end, so only
+# regular files (or links to them) are read, and only up to a size no real patch comes near.
+MAX_PATCH_BYTES = 16 << 20
+MAX_SMALL_FILE_BYTES = 1 << 20  # series, patchkeeper.toml
+SMOKE_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a file in smoke/, no path
+SYMLINK_MODE = "120000"
 
 DEP3_FIELDS = {
     "description", "subject", "origin", "bug", "forwarded", "author", "from", "reviewed-by",
@@ -106,6 +114,43 @@ def spec_contains(spec: SpecifierSet | None, version: Version | None) -> bool:
     return spec is not None and version is not None and spec.contains(version, prereleases=True)
 
 
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def read_user_file(path: Path, limit: int) -> tuple[bytes, str | None]:
+    """PATH's bytes, or why it is not read: it must be a regular file (a symlink to one is
+    fine) of at most LIMIT bytes. Never blocks: a FIFO is opened without waiting for a writer
+    and refused; a device is refused before a byte is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return b"", f"cannot read ({exc.strerror or exc})"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a file")
+            return b"", f"cannot read: not a regular file ({kind})"
+        if info.st_size > limit:
+            return b"", f"too large ({info.st_size} bytes; at most {limit})"
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # it grew while being read
+                return b"", f"too large (more than {limit} bytes)"
+        return b"".join(chunks), None
+    except OSError as exc:
+        return b"", f"cannot read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+
+
 # ---------------------------------------------------------------- series
 
 
@@ -113,18 +158,18 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
     """Entries of `series` as (line number, entry); quilt's `-p1` is accepted, nothing else."""
     path = root / SERIES_NAME
     problems: list[Problem] = []
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return [], [Problem(path, 1, "missing series file")]
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return [], [Problem(path, 1, f"cannot read ({exc.strerror or exc})")]
+    data, unreadable = read_user_file(path, MAX_SMALL_FILE_BYTES)
+    if unreadable:
+        return [], [Problem(path, 1, unreadable)]
     text, problem = _decode(path, data)
     if problem:
         return [], [problem]
     entries: list[tuple[int, str]] = []
     seen: set[str] = set()
-    for number, raw in enumerate(text.splitlines(), 1):
+    names: dict[str, str] = {}  # patch name -> the entry that has it
+    for number, raw in enumerate(text.split("\n"), 1):
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
         if not line:
             continue
@@ -137,19 +182,36 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
             problems.append(Problem(path, number, f"{entry!r}: {unsafe}"))
         elif entry in seen:
             problems.append(Problem(path, number, f"{entry!r} is listed twice"))
-        elif not (root / entry).exists():
+        elif patch_name(entry) in names:
+            name = patch_name(entry)
+            problems.append(
+                Problem(
+                    path,
+                    number,
+                    f"{names[name]!r} and {entry!r} are two patches named {name!r}; "
+                    "rename one (a name is the entry without .patch)",
+                )
+            )
+        elif not (root / entry).exists() and not (root / entry).is_symlink():
             problems.append(Problem(path, number, f"{entry!r} does not exist"))
         else:
             seen.add(entry)
+            names[patch_name(entry)] = entry
             entries.append((number, entry))
     return entries, problems
 
 
+def _patch_files(folder: Path) -> list[Path]:
+    """What in FOLDER is named like a patch and is not a folder (a FIFO or a link to a device
+    is listed too, so that it is refused by name rather than passed over)."""
+    return sorted(p for p in folder.iterdir() if p.suffix in PATCH_SUFFIXES and not p.is_dir())
+
+
 def _patch_files_on_disk(root: Path) -> set[Path]:
-    found = {p for p in root.iterdir() if p.is_file() and p.suffix in PATCH_SUFFIXES}
+    found = set(_patch_files(root))
     for folder in root.iterdir():
         if folder.is_dir() and folder.name not in NOT_PATCHES and not folder.name.startswith("."):
-            found |= {p for p in folder.iterdir() if p.is_file() and p.suffix in PATCH_SUFFIXES}
+            found |= set(_patch_files(folder))
     return found
 
 
@@ -190,6 +252,23 @@ def unsafe_file(path: str) -> str | None:
     return "absolute path" if path.startswith("/") else unsafe_path(path)
 
 
+_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def _diff_starts(lines: list[str], index: int) -> bool:
+    """Whether a diff starts at LINES[INDEX]: a git diff (`diff --git`), or a plain one as
+    quilt and `diff -u` write it (`--- OLD`, `+++ NEW`, then a hunk)."""
+    line = lines[index]
+    if line.startswith("diff --git "):
+        return True
+    return (
+        line.startswith("--- ")
+        and index + 2 < len(lines)
+        and lines[index + 1].startswith("+++ ")
+        and _HUNK_RE.match(lines[index + 2]) is not None
+    )
+
+
 def _split_header(path: Path, lines: list[str]) -> tuple[dict[str, str], int, list[Problem]]:
     """Parse the header; return fields, index of the first diff line, problems."""
     problems: list[Problem] = []
@@ -203,7 +282,7 @@ def _split_header(path: Path, lines: list[str]) -> tuple[dict[str, str], int, li
     in_header = True
     while index < len(lines):
         line = lines[index]
-        if line.startswith("diff --git ") or (line == "---" and not mail):
+        if _diff_starts(lines, index) or (line == "---" and not mail):
             break
         if mail and line == "---":
             break
@@ -226,8 +305,8 @@ def _split_header(path: Path, lines: list[str]) -> tuple[dict[str, str], int, li
             problems.append(Problem(path, index + 1, f"not a 'Field: value' header line: {line!r}"))
             last = None
         index += 1
-    while index < len(lines) and not lines[index].startswith("diff --git "):
-        index += 1  # a `---` separator and an optional diffstat
+    while index < len(lines) and not _diff_starts(lines, index):
+        index += 1  # a `---` separator, an optional diffstat, quilt's `Index:` lines
     if "subject" in fields and mail:
         fields["subject"] = _SUBJECT_TAG_RE.sub("", fields["subject"])
     return fields, index, problems
@@ -241,23 +320,26 @@ def _without_signature(diff: bytes) -> bytes:
     return _SIGNATURE_RE.sub(b"", diff)
 
 
-def _diff_paths(path: Path, body: list[str], first_line: int) -> tuple[list[str], list[Problem]]:
-    """Paths the diff touches, checked for safety, via unidiff (metadata only)."""
+def _diff_paths(
+    path: Path, body: list[str], where: Callable[[int], int]
+) -> tuple[list[str], list[Problem]]:
+    """Paths the diff touches, checked for safety, via unidiff (metadata only). WHERE maps a
+    line of BODY to its line number in the file."""
     from unidiff import PatchSet as UniPatchSet
     from unidiff.errors import UnidiffParseError
 
     problems: list[Problem] = []
     for offset, line in enumerate(body):
         if line.startswith(("GIT binary patch", "Binary files ")):
-            problems.append(Problem(path, first_line + offset, "binary patches are not supported"))
+            problems.append(Problem(path, where(offset), "binary patches are not supported"))
     if problems:
         return [], problems
     try:
         parsed = UniPatchSet("\n".join(body) + "\n")
     except UnidiffParseError as exc:
-        return [], [Problem(path, first_line, f"diff does not parse: {exc}")]
+        return [], [Problem(path, where(0), f"diff does not parse: {str(exc).strip()}")]
     if not parsed:
-        return [], [Problem(path, first_line, "no diff found")]
+        return [], [Problem(path, where(0), "no diff found")]
     paths: list[tuple[int, str]] = []
     in_header = False  # hunk lines can look like headers ("--- x" is a removed "-- x")
     for offset, line in enumerate(body):
@@ -274,7 +356,7 @@ def _diff_paths(path: Path, body: list[str], first_line: int) -> tuple[list[str]
     for offset, target in paths:
         unsafe = unsafe_path(target)
         if unsafe:
-            problems.append(Problem(path, first_line + offset, f"{target!r}: {unsafe}"))
+            problems.append(Problem(path, where(offset), f"{target!r}: {unsafe}"))
     for patched in parsed:
         for name in {patched.source_file, patched.target_file}:
             clean = diff_path(name)
@@ -380,11 +462,178 @@ def _upstream_has(
     return tuple(conditions), problems
 
 
-def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return None, [Problem(path, 1, f"cannot read ({exc.strerror or exc})")]
+def _crlf_mangled(raw_lines: list[str], start: int) -> int | None:
+    """The first line showing that the whole patch was converted to CRLF line endings after
+    git wrote it (by an editor, a mail client, `core.autocrlf`), or None.
+
+    git never ends its own lines (`diff --git`, `@@`) with a CR: only the content lines of a
+    file that has CRLF endings carry one, and those are kept as they are.
+    """
+    structural = [
+        (index, raw_lines[index])
+        for index in range(start, len(raw_lines))
+        if raw_lines[index].startswith(("diff --git ", "@@ -"))
+    ]
+    if any(line.startswith("diff --git ") for _, line in structural):
+        structural = [(i, line) for i, line in structural if line.startswith("diff --git ")]
+        bad = [i for i, line in structural if line.endswith("\r")]
+        return bad[0] if bad else None
+    if structural and all(line.endswith("\r") for _, line in structural):
+        return structural[0][0]
+    return None
+
+
+def _git_quoted(path: str) -> str:
+    """PATH as git writes it in a diff header: C-quoted when it holds a quote, a backslash,
+    a control character or a non-ASCII byte."""
+    raw = path.encode("utf-8", errors="surrogateescape")
+    if all(0x20 <= b < 0x7F and b not in b'"\\' for b in raw):
+        return path
+    escapes = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
+    body = "".join(
+        f"\\{escapes[b]}" if b in escapes else chr(b) if 0x20 <= b < 0x7F else f"\\{b:03o}"
+        for b in raw
+    )
+    return f'"{body}"'
+
+
+def _plain_name(path: Path, line: str, number: int) -> tuple[str | None, Problem | None]:
+    """The file a plain diff's `--- NAME` / `+++ NAME` line names, with quilt's -p1 (the first
+    folder is dropped): `--- a/cron/x.py` and `--- hermes.orig/cron/x.py` name cron/x.py."""
+    token = unquote(line[4:].split("\t")[0].strip())
+    if token == "/dev/null":
+        return "/dev/null", None
+    parts = token.split("/", 1)
+    if len(parts) < 2 or not parts[1]:
+        why = f"{token!r}: a plain diff's file names need a leading folder to drop (-p1)"
+        return None, Problem(path, number, why)
+    return parts[1], None
+
+
+def _plain_to_git(
+    path: Path, diff: bytes, first_line: int
+) -> tuple[bytes, list[int], list[Problem]]:
+    """A plain unified diff (quilt, `diff -u`: no `diff --git` lines) as a git diff.
+
+    Each file gets the `diff --git` line and, for a new or deleted file, the mode line git
+    needs; the `---`/`+++` lines name the file the git way (a/, b/). Hunks are the file's own
+    bytes; quilt's `Index:` and `====` lines between files are dropped. Returns the diff, the
+    file's line number for each line of it (for problems), and the problems.
+    """
+    lines = diff.split(b"\n")
+    out: list[bytes] = []
+    numbers: list[int] = []
+    problems: list[Problem] = []
+    old_left = new_left = 0  # lines the current hunk still has to come
+    index = 0
+    while index < len(lines):
+        raw = lines[index]
+        text = raw.decode("utf-8", errors="surrogateescape").removesuffix("\r")
+        number = first_line + index
+        if old_left > 0 or new_left > 0:
+            out.append(raw)
+            numbers.append(number)
+            if text.startswith("\\"):
+                pass
+            elif text.startswith("-"):
+                old_left -= 1
+            elif text.startswith("+"):
+                new_left -= 1
+            else:
+                old_left, new_left = old_left - 1, new_left - 1
+        elif (match := _HUNK_RE.match(text)) is not None:
+            out.append(raw)
+            numbers.append(number)
+            old_left = int(match.group(2) if match.group(2) is not None else 1)
+            new_left = int(match.group(4) if match.group(4) is not None else 1)
+        elif text.startswith("\\") and out:  # \ No newline at end of file
+            out.append(raw)
+            numbers.append(number)
+        elif (
+            text.startswith("--- ")
+            and index + 1 < len(lines)
+            and lines[index + 1].startswith(b"+++ ")
+        ):
+            following = lines[index + 1].decode("utf-8", errors="surrogateescape")
+            old, p_old = _plain_name(path, text, number)
+            new, p_new = _plain_name(path, following.removesuffix("\r"), number + 1)
+            problems += [p for p in (p_old, p_new) if p]
+            if old is not None and new is not None:
+                a_name = _git_quoted("a/" + (old if old != "/dev/null" else new))
+                b_name = _git_quoted("b/" + (new if new != "/dev/null" else old))
+                header = [f"diff --git {a_name} {b_name}"]
+                if old == "/dev/null":
+                    header.append("new file mode 100644")
+                if new == "/dev/null":
+                    header.append("deleted file mode 100644")
+                header.append(f"--- {'/dev/null' if old == '/dev/null' else a_name}")
+                header.append(f"+++ {'/dev/null' if new == '/dev/null' else b_name}")
+                out += [line.encode("utf-8", errors="surrogateescape") for line in header]
+                numbers += [number] * (len(header) - 1) + [number + 1]
+            index += 1
+        # anything else between files (Index:, ====, `diff -u` command lines) is dropped
+        index += 1
+    if diff.endswith(b"\n") and out and out[-1] != b"":
+        out.append(b"")
+        numbers.append(numbers[-1])
+    return b"\n".join(out), numbers, problems
+
+
+def _links(body: list[str]) -> list[tuple[int, str, str]]:
+    """(line, path, target) for each symlink the diff writes (mode 120000); the target is the
+    link's one line of content."""
+    link_modes = (f"new file mode {SYMLINK_MODE}", f"new mode {SYMLINK_MODE}")
+    links: list[tuple[int, str, str]] = []
+    sections: list[list[tuple[int, str]]] = []
+    for offset, line in enumerate(body):
+        if line.startswith("diff --git "):
+            sections.append([])
+        if sections:
+            sections[-1].append((offset, line))
+    for section in sections:
+        (first, head), rest = section[0], section[1:]
+        header = [text for _, text in rest if not text.startswith(("+", "-", " ", "@@", "\\"))]
+        if not any(
+            text in link_modes or (text.startswith("index ") and text.endswith(SYMLINK_MODE))
+            for text in header
+        ):
+            continue
+        paths = git_line_paths(head[len("diff --git ") :])
+        added = [text[1:] for _, text in rest if text.startswith("+") and text[:4] != "+++ "]
+        if paths:
+            links.append((first, paths[-1], added[0] if added else ""))
+    return links
+
+
+def link_leaves(link: str, target: str) -> str | None:
+    """Why a symlink at LINK (relative to the top of the install) pointing at TARGET leads
+    out of the install, or into its .git/; None when it stays inside."""
+    if not target:
+        return "has no target"
+    if target.startswith("/"):
+        return f"points outside the install ({target!r} is absolute)"
+    depth = 0
+    parts = [*PurePosixPath(link).parent.parts, *target.split("/")]
+    for part in parts:
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return f"points outside the install ({target!r})"
+        elif part not in ("", "."):
+            if depth == 0 and part.lower() == ".git":
+                return f"points into .git/ ({target!r})"
+            depth += 1
+    return None
+
+
+def parse_patch_file(
+    path: Path, *, outside_links: bool = False
+) -> tuple[PatchFile | None, list[Problem]]:
+    """One patch file. OUTSIDE_LINKS: the patch set allows symlinks that point out of the
+    install (`[patches] allow_outside_symlinks`); otherwise a patch that writes one is refused."""
+    data, unreadable = read_user_file(path, MAX_PATCH_BYTES)
+    if unreadable:
+        return None, [Problem(path, 1, unreadable)]
     text, problem = _decode(path, data)
     if problem:
         return None, [problem]
@@ -395,21 +644,68 @@ def parse_patch_file(path: Path) -> tuple[PatchFile | None, list[Problem]]:
     if not (fields.get("description") or fields.get("subject")):
         problems.append(Problem(path, 1, "header needs a Description (or Subject)"))
     if diff_start >= len(lines):
-        problems.append(Problem(path, len(lines) or 1, "no 'diff --git' section found"))
+        problems.append(
+            Problem(
+                path,
+                len(lines) or 1,
+                "no diff found (a 'diff --git' section, or '--- a/FILE', '+++ b/FILE' and a hunk)",
+            )
+        )
+        return None, problems
+    if (mangled := _crlf_mangled(raw_lines, diff_start)) is not None:
+        problems.append(
+            Problem(
+                path,
+                mangled + 1,
+                "invalid patch: its lines end in CRLF (\\r\\n), so something converted it "
+                f"after git wrote it; convert it back with `dos2unix {path}` (a CRLF file's "
+                "own lines keep their \\r)",
+            )
+        )
         return None, problems
     offset = len("\n".join(raw_lines[:diff_start]).encode()) + (1 if diff_start else 0)
     diff = _without_signature(data[offset:])
-    body = [line.removesuffix("\r") for line in diff.decode().split("\n")]
-    files, path_problems = _diff_paths(path, body, diff_start + 1)
+    numbers: list[int] | None = None
+    if not re.search(rb"(?m)^diff --git ", diff):
+        diff, numbers, plain_problems = _plain_to_git(path, diff, diff_start + 1)
+        problems += plain_problems
+
+    def where(line: int) -> int:
+        if numbers is None:
+            return diff_start + 1 + line
+        return numbers[min(line, len(numbers) - 1)] if numbers else diff_start + 1
+
+    body = [line.removesuffix("\r") for line in diff.decode(errors="surrogateescape").split("\n")]
+    files, path_problems = _diff_paths(path, body, where)
     problems += path_problems
+    if not outside_links:
+        for line, link, target in _links(body):
+            if (leaves := link_leaves(link, target)) is not None:
+                problems.append(
+                    Problem(
+                        path,
+                        where(line),
+                        f"{link!r}: a symlink that {leaves}; set [patches] "
+                        "allow_outside_symlinks = true in patchkeeper.toml to allow it",
+                    )
+                )
     applies_to, p1 = _specifier(path, fields, "applies-to", lines)
     fixed_in, p2 = _specifier(path, fields, "upstream-fixed-in", lines)
     problems += [p for p in (p1, p2) if p]
     upstream_has, has_problems = _upstream_has(path, fields, lines)
     problems += has_problems
+    smoke = tuple(s.strip() for s in fields.get("smoke", "").split(",") if s.strip())
+    problems += [
+        Problem(
+            path,
+            _field_line(lines, "smoke"),
+            f"Smoke {name!r} is not a check name (a file in smoke/, without a path)",
+        )
+        for name in smoke
+        if not SMOKE_NAME_RE.fullmatch(name.removesuffix(".py"))
+    ]
     if problems:
         return None, problems
-    smoke = tuple(s.strip() for s in fields.get("smoke", "").split(",") if s.strip())
     return PatchFile(
         path=path,
         fields=fields,
@@ -476,27 +772,36 @@ def _variant_problems(variants: list[PatchFile]) -> list[Problem]:
 # ---------------------------------------------------------------- the whole set
 
 
+def _outside_links_allowed(root: Path) -> bool:
+    """`[patches] allow_outside_symlinks` of the set's patchkeeper.toml; a config that does
+    not load allows nothing (its own problem is reported where settings are read)."""
+    from patchkeeper.config import load_settings  # config reads paths with this module
+    from patchkeeper.errors import UserError
+
+    try:
+        return load_settings(root).allow_outside_symlinks
+    except UserError:
+        return False
+
+
 def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
     """Load everything that loads and list every problem (the basis of `lint`)."""
     root = root.resolve()
     if not root.is_dir():
         return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
     entries, problems = read_series(root)
+    outside_links = _outside_links_allowed(root)
     listed: set[Path] = set()
     patches: list[Patch] = []
     for _, entry in entries:
         target = root / entry
-        files = (
-            sorted(p for p in target.iterdir() if p.is_file() and p.suffix in PATCH_SUFFIXES)
-            if target.is_dir()
-            else [target]
-        )
+        files = _patch_files(target) if target.is_dir() else [target]
         if target.is_dir() and not files:
             problems.append(Problem(target, 1, "variant folder holds no .patch files"))
         listed |= set(files)
         variants = []
         for file in files:
-            parsed, file_problems = parse_patch_file(file)
+            parsed, file_problems = parse_patch_file(file, outside_links=outside_links)
             problems += file_problems
             if parsed:
                 variants.append(parsed)

@@ -3,6 +3,7 @@ written, never a hang, a traceback or exit 1."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from tests.helpers import (
     GIT_ID,
     diff_of,
+    git,
     make_repo,
     patch_text,
     tree_snapshot,
@@ -74,6 +76,62 @@ def assert_every_command_refuses(repo: Path, patches: Path, *words: str) -> None
     assert any(all(w in line for w in words) for line in lint.stdout.splitlines()), lint.stdout
 
 
+# ---------------------------------------------------------------- 2. two patches, one name
+
+
+def test_two_patches_with_one_name_are_refused(repo: Path, tmp_path: Path) -> None:
+    diff = good_diff(repo)
+    patches = write_patch_set(
+        tmp_path / "ps",
+        {"schema-once/a.patch": patch_text(diff), "schema-once.patch": patch_text(diff)},
+    )
+    assert (patches / "series").read_text() == "schema-once\nschema-once.patch\n"
+    assert_every_command_refuses(repo, patches, "series", "two patches named 'schema-once'")
+
+
+# ---------------------------------------------------------------- 3. special files
+
+
+def test_a_patch_that_is_a_fifo_is_refused_not_waited_on(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"other.patch": patch_text(good_diff(repo))})
+    os.mkfifo(patches / "fix.patch")
+    (patches / "series").write_text("fix.patch\nother.patch\n")
+    assert_every_command_refuses(repo, patches, "fix.patch", "not a regular file")
+
+
+def test_a_variant_that_is_a_fifo_is_refused(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix/a.patch": patch_text(good_diff(repo))})
+    os.mkfifo(patches / "fix" / "b.patch")
+    assert_every_command_refuses(repo, patches, "b.patch", "not a regular file")
+
+
+def test_a_patch_linked_to_dev_zero_is_refused(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"other.patch": patch_text(good_diff(repo))})
+    os.symlink("/dev/zero", patches / "fix.patch")
+    (patches / "series").write_text("fix.patch\nother.patch\n")
+    assert_every_command_refuses(repo, patches, "fix.patch", "not a regular file")
+
+
+def test_a_config_linked_to_dev_zero_is_refused(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    os.symlink("/dev/zero", patches / "patchkeeper.toml")
+    assert_every_command_refuses(repo, patches, "patchkeeper.toml", "not a regular file")
+
+
+def test_a_series_that_is_a_fifo_is_refused(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    (patches / "series").unlink()
+    os.mkfifo(patches / "series")
+    assert_every_command_refuses(repo, patches, "series", "not a regular file")
+
+
+def test_a_huge_patch_file_is_refused_unread(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    with (patches / "fix.patch").open("ab") as handle:
+        handle.truncate(64 * 1024 * 1024)  # sparse: costs no disk
+    assert_every_command_refuses(repo, patches, "fix.patch", "too large")
+
+
 # ---------------------------------------------------------------- 4. control characters
 
 
@@ -93,3 +151,135 @@ def test_a_file_name_with_a_newline_is_escaped(repo: Path, tmp_path: Path) -> No
     proc = cli("apply", "--install", repo, "--patches", patches)
     line = assert_refused(proc, "evil\\nname\\x1b[31m.patch")
     assert "\x1b" not in line
+
+
+# ---------------------------------------------------------------- 5. symlinks out of the tree
+
+
+def symlink_diff(repo: Path, name: str, target: str) -> str:
+    os.symlink(target, repo / name)
+    git(repo, "add", name)
+    diff = git(repo, "diff", "--cached") + "\n"
+    git(repo, "rm", "-q", "--cached", name)
+    (repo / name).unlink()
+    return diff
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "../../outside", "sub/../../x"])
+def test_a_patch_may_not_create_a_symlink_out_of_the_install(
+    target: str, repo: Path, tmp_path: Path
+) -> None:
+    diff = symlink_diff(repo, "passwd-link", target)
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    assert_every_command_refuses(repo, patches, "fix.patch", "symlink", "outside the install")
+    assert not (repo / "passwd-link").is_symlink()
+
+
+def test_symlinks_inside_the_install_are_fine_and_outside_ones_can_be_allowed(
+    repo: Path, tmp_path: Path
+) -> None:
+    inside = symlink_diff(repo, "app-link.py", "app.py")
+    outside = symlink_diff(repo, "passwd-link", "/etc/passwd")
+    patches = write_patch_set(
+        tmp_path / "ps", {"inside.patch": patch_text(inside), "outside.patch": patch_text(outside)}
+    )
+    (patches / "patchkeeper.toml").write_text("[patches]\nallow_outside_symlinks = true\n")
+    assert cli("lint", "--patches", patches).returncode == 0
+    proc = cli("apply", "--install", repo, "--patches", patches)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert os.readlink(repo / "app-link.py") == "app.py"
+    assert os.readlink(repo / "passwd-link") == "/etc/passwd"
+
+
+# ---------------------------------------------------------------- 6. Smoke names
+
+
+@pytest.mark.parametrize("name", ["../../x", "/tmp/x", "sub/x"])
+def test_a_smoke_name_that_is_a_path_is_refused(name: str, repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(
+        tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo), smoke=name)}
+    )
+    assert_every_command_refuses(repo, patches, "fix.patch", "Smoke", repr(name))
+
+
+def test_a_smoke_check_in_the_config_that_is_a_path_is_refused(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    (patches / "patchkeeper.toml").write_text('[smoke]\nchecks = ["../../x"]\n')
+    assert_every_command_refuses(repo, patches, "patchkeeper.toml", "smoke.checks", "'../../x'")
+
+
+# ---------------------------------------------------------------- 7. CRLF
+
+
+def test_a_crlf_mangled_patch_is_invalid_with_a_hint(repo: Path, tmp_path: Path) -> None:
+    text = patch_text(good_diff(repo)).replace("\n", "\r\n")
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": text})
+    assert_every_command_refuses(repo, patches, "fix.patch", "invalid", "CRLF", "dos2unix")
+
+
+def test_a_patch_of_a_crlf_file_is_not_mangled(tmp_path: Path) -> None:
+    """Content lines of a file with CRLF endings end in CR; the diff's own lines do not."""
+    crlf = LINES.replace("\n", "\r\n")
+    repo = make_repo(tmp_path / "up", {"dos.txt": crlf})
+    (repo / "dos.txt").write_bytes(crlf.replace("line 5\r\n", "line five\r\n").encode())
+    diff = subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=True).stdout
+    git(repo, "checkout", "--", "dos.txt")
+    patches = write_patch_set(tmp_path / "ps", {})
+    (patches / "fix.patch").write_bytes(b"Description: CRLF content\n---\n" + diff)
+    (patches / "series").write_text("fix.patch\n")
+    assert cli("lint", "--patches", patches).returncode == 0
+    proc = cli("apply", "--install", repo, "--patches", patches)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert b"line five\r\n" in (repo / "dos.txt").read_bytes()
+
+
+# ---------------------------------------------------------------- 14. plain quilt patches
+
+
+QUILT = """\
+Description: Fix line 5
+Origin: vendor
+Forwarded: no
+
+Index: app/app.py
+===================================================================
+--- app.orig/app.py\t2026-01-01 00:00:00.000000000 +0000
++++ app/app.py\t2026-01-01 00:00:00.000000000 +0000
+@@ -2,7 +2,7 @@
+ line 2
+ line 3
+ line 4
+-line 5
++line 5 fixed
+ line 6
+ line 7
+ line 8
+--- /dev/null
++++ b/notes/NEW.txt
+@@ -0,0 +1,2 @@
++a new file
++from a quilt patch
+"""
+
+
+def test_a_plain_quilt_patch_is_accepted(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": QUILT})
+    lint = cli("lint", "--patches", patches)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    proc = cli("apply", "--install", repo, "--patches", patches, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [p["outcome"] for p in json.loads(proc.stdout)["patches"]] == ["applied"]
+    assert (repo / "app.py").read_text() == FIXED
+    assert (repo / "notes" / "NEW.txt").read_text() == "a new file\nfrom a quilt patch\n"
+    assert cli("status", "--install", repo, "--patches", patches).returncode == 0
+    assert cli("unapply", "--install", repo, "--patches", patches).returncode == 0
+    assert (repo / "app.py").read_text() == LINES and not (repo / "notes").exists()
+
+
+def test_a_quilt_patch_after_a_dep3_separator(repo: Path, tmp_path: Path) -> None:
+    text = "Description: Fix line 5\n---\n" + good_diff(repo).split("\n", 2)[2]  # no diff --git
+    assert "diff --git" not in text
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": text})
+    proc = cli("apply", "--install", repo, "--patches", patches)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (repo / "app.py").read_text() == FIXED
