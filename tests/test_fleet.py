@@ -180,6 +180,7 @@ def play(fleet: Fleet, *extra: str, **variables: Any) -> subprocess.CompletedPro
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "ANSIBLE_STDOUT_CALLBACK": "default",
+        "LC_ALL": "C.UTF-8",  # ansible-core refuses to start under a locale that is not UTF-8
     }
     proc = subprocess.run(
         [sys.executable, "-m", "ansible", "playbook", "-i", str(fleet.inventory),
