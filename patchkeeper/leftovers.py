@@ -369,7 +369,7 @@ def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
 def classify_content(repo: Path, leftover: Leftover, patch_set: PatchSet) -> None:
     """Set LEFTOVER's classification and the patches whose content it holds."""
     assert leftover.rev and leftover.base
-    with scratch_index(repo) as index:
+    with scratch_index(repo, private_objects=True) as index:  # status adds no object
         index.load_ref(leftover.base, leftover.files)
         base_tree = index.write_tree()
         index.load_ref(leftover.rev, leftover.files)
@@ -508,13 +508,14 @@ def save_backup(repo: Path, leftover: Leftover) -> str:
 
 def undo_command(install: Install, leftover: Leftover) -> str:
     """The one command that puts a dropped leftover back where it was."""
-    where = f"git -C {install.path}"
+    where = ("git", "-C", install.path)  # every word shell-quoted: a message may hold $(...)
     if leftover.kind == STASH:
         message = leftover.label.split(" ", 1)[-1]
-        return f"{where} stash store -m {json.dumps(message)} {leftover.backup_ref}"
+        return nextstep.shell(*where, "stash", "store", "-m", message, leftover.backup_ref)
     if leftover.kind == SET_ASIDE:
-        return f"{where} update-ref {leftover.label} {leftover.backup_ref}"
-    return f"{where} rev-parse {leftover.backup_ref} > {leftover.label}"
+        return nextstep.shell(*where, "update-ref", leftover.label, leftover.backup_ref)
+    read = nextstep.shell(*where, "rev-parse", leftover.backup_ref)
+    return f"{read} > {nextstep.shell(leftover.label)}"
 
 
 def _drop_stash_entry(repo: Path, selector: str, sha: str) -> None:

@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper import exitcodes, git
+from patchkeeper import exitcodes, git, nextstep
 from patchkeeper import journal as jr
 from patchkeeper.errors import BusyError
 from patchkeeper.lock import InstallLock, process_start_time
@@ -147,7 +147,8 @@ def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) 
             report.actions.append(
                 f"changed since the crash, so left as they are: {', '.join(result.conflicts)}; "
                 f"their content before the update is in {journal.ref('before')} "
-                f"(see: git -C {install.path} diff {journal.ref('before')} -- FILE)"
+                f"(see: {nextstep.shell('git', '-C', install.path, 'diff', journal.ref('before'))}"
+                " -- FILE)"
             )
     doomed = ("edits",) if report.kept else ("before", "edits")
     for what in doomed:

@@ -637,9 +637,11 @@ class UpdateRun:
         )
         result.restored = lo.write_merge(self.install, preview)
         jr.checkpoint("7.1")
-        where = f"git -C {self.install.path}"
         for path in preview.conflicts:
-            result.kept.append(KeptFile(path, f"{where} diff {base[:12]} {ref} -- {path}"))
+            show = nextstep.shell(
+                "git", "-C", self.install.path, "diff", base[:12], ref, "--", path
+            )
+            result.kept.append(KeptFile(path, show))
         if result.kept:
             leftover = lo.Leftover(
                 git.out(["rev-parse", ref], self.install.path)[:10], lo.SET_ASIDE, ref, None, None

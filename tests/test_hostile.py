@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from tests.helpers import (
     git,
     make_repo,
     patch_text,
+    run_cli,
     tree_snapshot,
     write_patch_set,
 )
@@ -231,6 +233,28 @@ def test_a_patch_of_a_crlf_file_is_not_mangled(tmp_path: Path) -> None:
     proc = cli("apply", "--install", repo, "--patches", patches)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert b"line five\r\n" in (repo / "dos.txt").read_bytes()
+
+
+# ---------------------------------------------------------------- 8. printed commands
+
+
+def test_a_printed_undo_command_is_shell_quoted(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "my install", {"app.py": LINES}, tag="v1.0.0")
+    patches = write_patch_set(tmp_path / "ps", {})
+    (repo / "app.py").write_text(FIXED)
+    message = "hermes-update-autostash-1 $(touch PWNED) `touch PWNED2` 'q' \"d\" \\ x"
+    git(repo, "stash", "push", "-q", "-m", message)
+    listing = json.loads(run_cli("leftovers", "--install", repo, "--patches", patches,
+                                 "--json").stdout)  # fmt: skip
+    (item,) = listing["leftovers"]
+    proc = run_cli("leftovers", "drop", item["id"], "--install", repo, "--patches", patches,
+                   "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    undo = json.loads(proc.stdout)["undo"]
+    assert shlex.split(undo)[:4] == ["git", "-C", str(repo), "stash"]
+    subprocess.run(undo, shell=True, check=True, cwd=tmp_path, env={**os.environ, **GIT_ID})
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()
+    assert git(repo, "stash", "list", "--format=%gs") == f"On main: {message}"
 
 
 # ---------------------------------------------------------------- 14. plain quilt patches

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes
+from patchkeeper import exitcodes, nextstep
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper.commands.common import (
@@ -76,6 +76,7 @@ def show(workspace, leftover_id: str) -> int:
 
 def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
     install = workspace.install
+    patch_root = workspace.patch_set.root
     item = lo.find_by_id(install, workspace.patch_set, leftover_id)
     outcome = lo.restore(install, item, markers=markers)
     code = exitcodes.OK if outcome.clean else exitcodes.ATTENTION
@@ -96,12 +97,18 @@ def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
         if markers:
             click.echo(
                 f"{item.id}: wrote {len(outcome.written)} file(s); resolve the conflict markers "
-                f"in {conflicts}, then `patchkeeper leftovers drop {item.id}`"
+                f"in {conflicts}, then "
+                + nextstep.command(
+                    "leftovers", "drop", item.id, install=install.path, patches=patch_root
+                )
             )
             return code
         click.echo(f"{item.id}: would conflict in {conflicts}; nothing changed")
-        click.echo(f"  see it: patchkeeper leftovers show {item.id} --install {install.path}")
-        again = item.restore_command(install, markers=True, patches=workspace.patch_set.root)
+        show = nextstep.command(
+            "leftovers", "show", item.id, install=install.path, patches=patch_root
+        )
+        click.echo(f"  see it: {show}")
+        again = item.restore_command(install, markers=True, patches=patch_root)
         click.echo(f"  merge with conflict markers: {again}")
         return code
     restored = ", ".join(outcome.written) or "(none)"
