@@ -1,17 +1,33 @@
-"""Classify the patch set against refs: no checkout, no change to the work tree or HEAD."""
+"""Classify the patch set against refs: no checkout, no change to the work tree, HEAD, the
+index or the object store.
+
+Many refs cost little more than one: their commits, versions and `Upstream-Has:` texts are
+read with one git process each for all refs together, and a group of patches whose files
+have the same blobs as on an earlier ref is not tried again (engine.TrialMemo).
+"""
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import Version
+
 from patchkeeper import git
-from patchkeeper.engine import classify
+from patchkeeper.engine import TrialMemo, classify, read_blobs, upstream_has_contents
 from patchkeeper.errors import UserError
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet
-from patchkeeper.scratch import ScratchIndex
-from patchkeeper.version import VersionFile, VersionInfo, version_of_ref
+from patchkeeper.version import (
+    VersionFile,
+    VersionInfo,
+    describe_to_version,
+    fallen_back,
+    tag_to_version,
+    version_of_ref,
+)
 
 
 @dataclass(frozen=True)
@@ -22,23 +38,148 @@ class RefReport:
     results: list[PatchResult]
 
 
-def check_ref(
-    repo: Path, patch_set: PatchSet, ref: str, version_file: VersionFile | None = None
-) -> RefReport:
-    """How every patch fares on REF; its version from VERSION_FILE's blob there, else describe."""
-    commit = git.rev_parse(repo, ref)
-    if commit is None:
-        raise UserError(f"{repo}: {ref!r} names no commit here (a typo, or not fetched yet?)")
-    version = version_of_ref(repo, commit, version_file)
+# ---------------------------------------------------------------- which refs
 
-    def load(index: ScratchIndex, paths: set[str]) -> None:
-        index.load_ref(commit, paths)
 
-    classification = classify(patch_set, repo, version.version, load, upstream_ref=commit)
-    return RefReport(ref, commit, version, classification.results)
+def select_tags(repo: Path, globs: Sequence[str], since: Version | None) -> list[str]:
+    """The tags matching any of GLOBS (fnmatch: `*` matches any text, `/` included; no
+    globs: every tag), keeping with SINCE only those whose name is a version >= SINCE.
+    Ordered by version (tags that are no version last, by name)."""
+    names = git.out(["for-each-ref", "--format=%(refname:strip=2)", "refs/tags/"], repo)
+    tags = [
+        name
+        for name in names.splitlines()
+        if name and (not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs))
+    ]
+    versions = {tag: tag_to_version(tag) for tag in tags}
+    if since is not None:
+        tags = [t for t in tags if (v := versions[t]) is not None and v >= since]
+    return sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
+
+
+def fetch(repo: Path, remote: str, timeout: float = 300.0) -> None:
+    """Fetch REMOTE's tags and branches into their refs: HEAD, branches and the work tree do
+    not move. A tag that moved upstream is taken as upstream has it now (`--force`)."""
+    proc = git.run(
+        ["fetch", "--quiet", "--tags", "--force", "--no-recurse-submodules", remote],
+        repo,
+        check=False,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        why = lines[-1] if lines else f"exit {proc.returncode}"
+        raise FetchError(f"{repo}: could not fetch {remote}: {why}; nothing was checked")
+
+
+class FetchError(UserError):
+    """`--fetch` failed: judging stale refs would be a false answer (exit 5)."""
+
+    exit_code = 5
+
+
+# ---------------------------------------------------------------- about every ref at once
+
+
+def resolve(repo: Path, refs: Sequence[str]) -> list[str]:
+    """The commit each of REFS names, in one `git cat-file` process."""
+    query = "".join(f"{ref}^{{commit}}\n" for ref in refs).encode()
+    answers = git.run(["cat-file", "--batch-check"], repo, stdin=query).stdout.decode()
+    commits = []
+    for ref, answer in zip(refs, answers.splitlines(), strict=True):
+        sha, _, kind = answer.partition(" ")
+        if not kind.startswith("commit"):
+            raise UserError(f"{repo}: {ref!r} names no commit here (a typo, or not fetched yet?)")
+        commits.append(sha)
+    return commits
+
+
+def versions_of(
+    repo: Path, commits: Sequence[str], version_file: VersionFile | None
+) -> list[VersionInfo]:
+    """Each commit's version, as `version_of_ref` gives it, in one or two git processes."""
+    infos: list[VersionInfo | None] = [None] * len(commits)
+    reasons: list[list[str]] = [[] for _ in commits]
+    if version_file is not None:
+        blobs = read_blobs(repo, [(commit, version_file.path) for commit in commits])
+        for i, commit in enumerate(commits):
+            blob = blobs.get((commit, version_file.path))
+            if blob is None:
+                text = f"{version_file.path}: no such file in {commit}"
+                info = VersionInfo(None, text, "unknown")
+            else:
+                info = version_file.read(blob)
+            if info.version is not None:
+                infos[i] = info
+            else:
+                reasons[i] = [info.text]
+    wanted = [i for i, info in enumerate(infos) if info is None]
+    if wanted:
+        described = _describe_all(repo, [commits[i] for i in wanted])
+        for i, info in zip(wanted, described, strict=True):
+            infos[i] = fallen_back(info, reasons[i]) if reasons[i] else info
+    return [info for info in infos if info is not None]
+
+
+def _describe_all(repo: Path, commits: list[str]) -> list[VersionInfo]:
+    """`git describe` of every commit in one process; when it cannot name one, one by one."""
+    proc = git.run(["describe", "--tags", "--match", "v[0-9]*", *commits], repo, check=False)
+    lines = proc.stdout.decode().splitlines()
+    if proc.returncode == 0 and len(lines) == len(commits):
+        versions = [describe_to_version(line) for line in lines]
+        if all(versions):
+            return [
+                VersionInfo(version, line.strip(), "describe")
+                for version, line in zip(versions, lines, strict=True)
+            ]
+    return [version_of_ref(repo, commit) for commit in commits]
+
+
+# ---------------------------------------------------------------- checking
 
 
 def check_refs(
-    repo: Path, patch_set: PatchSet, refs: tuple[str, ...], version_file: VersionFile | None = None
+    repo: Path,
+    patch_set: PatchSet,
+    refs: Sequence[str],
+    version_file: VersionFile | None = None,
+    *,
+    progress: Callable[[int, int, str], None] | None = None,
+    reuse: bool = True,
+    batch: bool | None = None,
 ) -> list[RefReport]:
-    return [check_ref(repo, patch_set, ref, version_file) for ref in refs]
+    """How every patch fares on each of REFS; each ref's version from VERSION_FILE's blob
+    there, else describe. PROGRESS(done, total, ref) is called after each ref. REUSE and
+    BATCH off: every patch tried alone on every ref (the same results, slower)."""
+    refs = list(refs)
+    if not refs:
+        return []
+    commits = resolve(repo, refs)
+    versions = versions_of(repo, commits, version_file)
+    variants = [v for p in patch_set.patches for v in p.variants]
+    has = upstream_has_contents(repo, commits, variants)
+    memo = TrialMemo() if reuse else None
+    reports = []
+    for number, (ref, commit, version) in enumerate(zip(refs, commits, versions, strict=True)):
+        classification = classify(
+            patch_set,
+            repo,
+            version.version,
+            upstream_ref=commit,
+            target_ref=commit,
+            trees=False,
+            batch=batch,
+            memo=memo,
+            has_content=has[commit],
+        )
+        reports.append(RefReport(ref, commit, version, classification.results))
+        if progress is not None:
+            progress(number + 1, len(refs), ref)
+    return reports
+
+
+def check_ref(
+    repo: Path, patch_set: PatchSet, ref: str, version_file: VersionFile | None = None
+) -> RefReport:
+    """How every patch fares on REF (see check_refs)."""
+    return check_refs(repo, patch_set, [ref], version_file)[0]

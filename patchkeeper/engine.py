@@ -4,13 +4,31 @@ A target is the install's work tree or any ref. Its content for the touched path
 into a scratch index; each patch is tried there with `git apply --cached` (forward, reverse,
 3-way, in that order, never with fuzz). The scratch index then holds the combined result of
 every patch that applies, so a writer can put it into the work tree in one step.
+
+Speed comes from asking git fewer questions, never from changing an answer:
+
+- Batches. Patches that need no special handling are applied as ONE concatenated stream
+  (`git apply` applies a stream's patches in order, each on the result of the ones before,
+  and all or nothing). When the stream fails, git names the files that failed; the batch is
+  split there (or halved when it cannot tell) and every patch that failed is tried alone
+  (forward, reverse, 3-way), exactly as one-by-one classification would. So the results are
+  the one-by-one results by construction; `tests/test_batch.py` checks it.
+- No `write-tree` per patch unless a result needs its tree: undoing a failed 3-way merge
+  restores a copy of the index file; per-patch trees are taken only for a writer's records,
+  and only for patches that share a file with another patch (the others' written diffs are
+  their part of the combined diff).
+- Reuse across refs (`TrialMemo`, for `check`): patches that share files form a group whose
+  outcomes depend only on the group's patch files and the target's blobs of the group's
+  files; a group seen with the same blobs on an earlier ref is not tried again.
+- Private objects: the scratch work writes its blobs and trees into a temporary object
+  directory (scratch.py), so classifying adds nothing to the install's object store.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.version import Version
@@ -27,7 +45,7 @@ from patchkeeper.patchset import (
     git_line_paths,
     spec_contains,
 )
-from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
+from patchkeeper.scratch import Scratch, ScratchIndex, open_scratch, scratch_index
 
 _CHECKING_RE = re.compile(r"^Checking patch (.+)\.\.\.$")
 _OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) lines?\)\.$")
@@ -38,23 +56,61 @@ _FAILED_FILE_RES = (
 _GIT_FATAL = 128  # git apply could not even read the patch
 _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
 _BATCH_HEADER_RE = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")  # else "NAME missing"
+_SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
+# Batches on (the default), or every patch tried alone: the same results, more git calls.
+# Tests switch it off to prove the first equals the second.
+BATCHES = True
 
 
 @dataclass
 class Classification:
-    """Every patch's result plus the scratch trees before and after (for the writer)."""
+    """Every patch's result; for a writer, the combined diff and each patch's own diff.
+
+    The scratch index's trees (and, with private objects, the objects) stay until `close`
+    (or until this object is dropped), so the diffs can be taken after classification.
+    """
 
     repo: Path
     results: list[PatchResult]
-    start_tree: str
-    final_tree: str
+    start_tree: str | None  # None: classified for reading only (no trees were written)
+    final_tree: str | None
+    index: ScratchIndex | None = field(default=None, repr=False)
+    scratch: Scratch | None = field(default=None, repr=False)
+    # Patches applied in a batch, with no other patch on their files: name -> files.
+    batched: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    _combined: bytes | None = field(default=None, repr=False)
+
+    def _diff(self, old: str, new: str) -> bytes:
+        if self.index is None:
+            raise GitError("internal: this classification kept no trees")
+        return self.index.diff(old, new)
 
     def combined_diff(self) -> bytes:
-        return tree_diff(self.repo, self.start_tree, self.final_tree)
+        if self.start_tree is None or self.final_tree is None:
+            raise GitError("internal: this classification kept no trees")
+        if self._combined is None:
+            self._combined = self._diff(self.start_tree, self.final_tree)
+        return self._combined
 
     def patch_diff(self, result: PatchResult) -> bytes | None:
         """The exact diff RESULT's patch made to the target (what a record keeps)."""
-        return tree_diff(self.repo, *result.trees) if result.trees else None
+        if result.trees:
+            return self._diff(*result.trees)
+        files = self.batched.get(result.name)
+        if not files or result.outcome not in oc.WRITES:
+            return None
+        own = set(files)
+        diff = b"".join(
+            header + b"".join(hunks)
+            for path, header, hunks in split_hunks(self.combined_diff())
+            if path in own
+        )
+        return diff or None
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            self.scratch.close()
+            self.scratch = None
 
 
 @dataclass(frozen=True)
@@ -175,23 +231,29 @@ def conflicting_hunks(index: ScratchIndex, diff: bytes, files: list[str]) -> lis
 
 
 def _try_three_way(index: ScratchIndex, result: PatchResult, diff: bytes, files: list[str]):
-    before = index.write_tree()
+    saved = index.save()  # a copy of the index file: no write-tree to come back to
     proc = index.apply(diff, "--3way")
     if proc.returncode == 0:
         result.outcome = oc.MERGED_3WAY
         result.merged_files = files
         return True
-    index.read_tree(before)  # drop the conflict stages the failed merge left
+    index.restore(saved)  # drop the conflict stages the failed merge left
     return False
+
+
+HasIt = str | Callable[[], str]
 
 
 def classify_one(
     index: ScratchIndex,
     patch_file: PatchFile,
     result: PatchResult,
-    has_it_outcome: str,
+    has_it_outcome: HasIt,
 ) -> None:
-    """Try one patch on the scratch index; leave the index holding its result if it applies."""
+    """Try one patch on the scratch index; leave the index holding its result if it applies.
+
+    HAS_IT_OUTCOME is the outcome when the patch's changes are already there (or a function
+    that decides it, asked only then: it may cost git calls)."""
     diff = patch_file.diff
     check = index.apply(diff)  # atomic: applied in full, or the index is unchanged
     if check.returncode == 0:
@@ -203,7 +265,7 @@ def classify_one(
         result.detail = f"git cannot read the diff: {_lines(check.stderr)[-1]}"
         return
     if index.apply(diff, "--check", "--reverse").returncode == 0:
-        result.outcome = has_it_outcome
+        result.outcome = has_it_outcome if isinstance(has_it_outcome, str) else has_it_outcome()
         return
     files = failed_files(check.stderr)
     if _try_three_way(index, result, diff, files):
@@ -214,58 +276,148 @@ def classify_one(
     result.detail = f"does not apply to {names}"
 
 
+# ---------------------------------------------------------------- reuse across refs
+
+
+def _copy(result: PatchResult) -> PatchResult:
+    return replace(
+        result,
+        offsets=list(result.offsets),
+        merged_files=list(result.merged_files),
+        conflicts=list(result.conflicts),
+        notes=list(result.notes),
+        trees=None,
+    )
+
+
+class TrialMemo:
+    """What trying patches gave, for `check` across many refs.
+
+    Patches that share files (directly or through others) form a group. Trying a group's
+    patches depends only on their files (the patch files' bytes) and on the target's blobs
+    (mode and id) of the group's paths: when an earlier ref had the same blobs, its results
+    are the answer, without a git call. Only the results of trying are kept; what depends
+    on the ref's version (variant, Applies-To, Upstream-Fixed-In, Upstream-Has) is judged
+    for each ref anew, and decides which patches are tried at all.
+    """
+
+    def __init__(self) -> None:
+        self._results: dict[tuple, dict[str, PatchResult]] = {}
+        self.hits = 0  # groups answered from an earlier ref
+        self.tries = 0  # groups tried
+
+    def get(self, key: tuple) -> dict[str, PatchResult] | None:
+        found = self._results.get(key)
+        if found is not None:
+            self.hits += 1
+            return {name: _copy(result) for name, result in found.items()}
+        self.tries += 1
+        return None
+
+    def put(self, key: tuple, results: dict[str, PatchResult]) -> None:
+        self._results[key] = {name: _copy(result) for name, result in results.items()}
+
+
+def _entries(listing: bytes) -> dict[str, bytes]:
+    """`ls-tree -z` output -> path: its whole entry (mode, type, id, path, NUL)."""
+    entries: dict[str, bytes] = {}
+    for entry in listing.split(b"\0"):
+        if entry:
+            entries[entry.split(b"\t", 1)[1].decode(errors="surrogateescape")] = entry + b"\0"
+    return entries
+
+
+def _groups(tried: list[tuple[Patch, PatchFile]]) -> list[list[tuple[Patch, PatchFile]]]:
+    """TRIED split into groups of patches linked by shared files, each in series order."""
+    parent = list(range(len(tried)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for i, (_, variant) in enumerate(tried):
+        for path in variant.files:
+            if path in owner:
+                parent[root(i)] = root(owner[path])
+            else:
+                owner[path] = i
+    groups: dict[int, list[tuple[Patch, PatchFile]]] = {}
+    for i, item in enumerate(tried):
+        groups.setdefault(root(i), []).append(item)
+    return list(groups.values())
+
+
+# ---------------------------------------------------------------- the classification
+
+
 def classify(
     patch_set: PatchSet,
     repo: Path,
     version: Version | None,
-    load: Callable[[ScratchIndex, set[str]], None],
+    load: Callable[[ScratchIndex, set[str]], None] | None = None,
     *,
     upstream_ref: str | None,
     recorded: dict[str, Recorded] | None = None,
     from_upstream: Callable[[PatchFile], bool] | None = None,
     was_in_place: Collection[str] = (),
+    target_ref: str | None = None,
+    trees: bool = True,
+    batch: bool | None = None,
+    memo: TrialMemo | None = None,
+    has_content: dict[Path, str] | None = None,
 ) -> Classification:
-    """Classify every patch of PATCH_SET in series order against the content LOAD puts in.
+    """Classify every patch of PATCH_SET in series order against the content LOAD puts in
+    (or, with TARGET_REF, against that commit's content).
 
     UPSTREAM_REF is the commit whose blobs judge `Upstream-Has:` conditions: the ref itself
     for a ref, HEAD for the work tree, whose own content carries our patches (None: no
-    commit, so no condition holds). RECORDED (work tree targets) holds what patchkeeper wrote
-    earlier: an intact one is `already-applied`, a damaged one `drifted`, and one whose patch
-    file changed is taken out first and then tried afresh. FROM_UPSTREAM tells whether content
-    that is already present came from upstream (else it is reported `already-applied`, not yet
-    recorded). WAS_IN_PLACE names patches that were in place before (records, or the records
-    an update set aside): one of them that no variant covers any more is `expired`, never a
-    quiet `not-applicable`.
+    commit, so no condition holds); HAS_CONTENT is their answer when the caller has it
+    already. RECORDED (work tree targets) holds what patchkeeper wrote earlier: an intact one
+    is `already-applied`, a damaged one `drifted`, and one whose patch file changed is taken
+    out first and then tried afresh. FROM_UPSTREAM tells whether content that is already
+    present came from upstream (else it is reported `already-applied`, not yet recorded); it
+    is asked only about a patch whose reverse check succeeds. WAS_IN_PLACE names patches that
+    were in place before (records, or the records an update set aside): one of them that no
+    variant covers any more is `expired`, never a quiet `not-applicable`.
+
+    TREES: keep what a writer needs (the combined diff, each patch's diff); without it no
+    tree is written at all. BATCH: apply patches in batches (off: one by one; the results
+    are the same; default: BATCHES). MEMO: reuse results across refs (TARGET_REF only, no
+    records).
     """
     recorded = recorded or {}
     selected = {p.name: p.select(version) for p in patch_set.patches}
-    every_variant = [v for p in patch_set.patches for v in p.variants]
+    if has_content is None:
+        every_variant = [v for p in patch_set.patches for v in p.variants]
+        has_content = (
+            upstream_has_content(repo, upstream_ref, every_variant) if upstream_ref else {}
+        )
     judging = _Judging(
         version,
         recorded,
         from_upstream,
-        upstream_has_content(repo, upstream_ref, every_variant) if upstream_ref else {},
+        has_content,
         frozenset(was_in_place) | recorded.keys(),
         repo,
         patch_set.root,
     )
-    paths: set[str] = set()
-    for variant in selected.values():
-        paths.update(variant.files if variant else ())
-    for record in recorded.values():
-        paths.update(path for path, _, _ in split_hunks(record.diff))
-    with scratch_index(repo) as index:
-        load(index, paths)
-        start = index.write_tree()
-        results = [
-            _classify_patch(index, patch, selected[patch.name], judging)
-            for patch in patch_set.patches
-        ]
-        for result, patch in zip(results, patch_set.patches, strict=True):
-            if (variant := selected[patch.name]) is not None:
-                result.variant = str(variant.path.relative_to(patch_set.root))
-        _hold_back_dependents(index, patch_set, selected, results, start)
-        return Classification(repo, results, start, index.write_tree())
+    scratch = Scratch()
+    try:
+        index = open_scratch(repo, scratch, private_objects=True)
+        batch = BATCHES if batch is None else batch
+        run = _Run(index, judging, selected, trees=trees, batch=batch)
+        classification = run.classify(patch_set, load, target_ref, memo)
+    except BaseException:
+        scratch.close()
+        raise
+    if trees:
+        classification.scratch = scratch
+    else:
+        scratch.close()
+    return classification
 
 
 @dataclass(frozen=True)
@@ -280,14 +432,285 @@ class _Judging:
     repo: Path  # for the commands a result names
     patches: Path
 
+    def upstream_has(self, variant: PatchFile) -> str | None:
+        """Why upstream has VARIANT without trying it (its header, its conditions), or None."""
+        if spec_contains(variant.upstream_fixed_in, self.version):
+            return f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {self.version}"
+        if variant.path in self.has_by_content:
+            return f"upstream has it: {self.has_by_content[variant.path]}"
+        return None
+
+
+# A patch to try in a batch: its patch, its variant, its result (filled in).
+_Item = tuple[Patch, PatchFile, PatchResult]
+
+
+class _Run:
+    """One classification: the scratch index and how patches are tried on it."""
+
+    def __init__(
+        self,
+        index: ScratchIndex,
+        judging: _Judging,
+        selected: dict[str, PatchFile | None],
+        *,
+        trees: bool,
+        batch: bool,
+    ) -> None:
+        self.index = index
+        self.judging = judging
+        self.selected = selected
+        self.trees = trees
+        self.batch = batch
+        self.batched: dict[str, tuple[str, ...]] = {}
+
+    # -- the whole set
+
+    def classify(
+        self,
+        patch_set: PatchSet,
+        load: Callable[[ScratchIndex, set[str]], None] | None,
+        target_ref: str | None,
+        memo: TrialMemo | None,
+    ) -> Classification:
+        judging, index = self.judging, self.index
+        paths: set[str] = set()
+        for variant in self.selected.values():
+            paths.update(variant.files if variant else ())
+        record_paths: set[str] = set()
+        for record in judging.recorded.values():
+            record_paths.update(path for path, _, _ in split_hunks(record.diff))
+        paths |= record_paths
+        tried = [
+            (patch, variant)
+            for patch in patch_set.patches
+            if (variant := self.selected[patch.name]) is not None
+            and patch.name not in judging.recorded
+            and judging.upstream_has(variant) is None
+        ]
+        known: dict[str, PatchResult] = {}  # results reused from an earlier ref
+        to_remember: list[tuple[tuple, list[str]]] = []
+        if target_ref is not None:
+            listing = index.listing(target_ref, paths) if paths else b""
+            entries = _entries(listing)
+            if memo is not None and not judging.recorded and judging.from_upstream is None:
+                wanted: set[str] = set()
+                for group in _groups(tried):
+                    files = sorted({path for _, v in group for path in v.files})
+                    key = (
+                        tuple((patch.name, variant.sha256) for patch, variant in group),
+                        tuple(entries.get(path, b"") for path in files),
+                        tuple(files),
+                    )
+                    found = memo.get(key)
+                    if found is None:
+                        to_remember.append((key, [patch.name for patch, _ in group]))
+                        wanted.update(files)
+                    else:
+                        known.update(found)
+                listing = b"".join(entry for path, entry in entries.items() if path in wanted)
+            index.clear()
+            index.add_entries(listing)
+        elif load is not None:
+            load(index, paths)
+        start = index.write_tree() if self.trees else None
+        shared = self._shared_files(record_paths)
+        results: list[PatchResult] = []
+        pending: list[_Item] = []
+        for patch in patch_set.patches:
+            variant = self.selected[patch.name]
+            if patch.name in known:
+                results.append(known[patch.name])
+            elif variant is not None and self._batchable(patch, variant, shared):
+                result = PatchResult(patch.name, oc.NOT_APPLICABLE)
+                pending.append((patch, variant, result))
+                results.append(result)
+            else:
+                self._run_batch(pending)
+                pending = []
+                results.append(self._classify_patch(patch, variant))
+        self._run_batch(pending)
+        if memo is not None:
+            by_name = {result.name: result for result in results}
+            for key, names in to_remember:
+                memo.put(key, {name: by_name[name] for name in names})
+        for result, patch in zip(results, patch_set.patches, strict=True):
+            if (variant := self.selected[patch.name]) is not None:
+                result.variant = str(variant.path.relative_to(patch_set.root))
+        held = _hold_back_dependents(patch_set, self.selected, results)
+        if held and self.trees:
+            assert start is not None
+            self._rebuild(start, results)
+        final = index.write_tree() if self.trees else None
+        return Classification(
+            index.repo, results, start, final, index if self.trees else None,
+            batched=self.batched if self.trees else {},
+        )  # fmt: skip
+
+    def _shared_files(self, record_paths: set[str]) -> set[str]:
+        """Paths more than one selected variant (or a record) touches."""
+        seen: set[str] = set(record_paths)
+        shared: set[str] = set(record_paths)
+        for variant in self.selected.values():
+            for path in variant.files if variant else ():
+                (shared if path in seen else seen).add(path)
+        return shared
+
+    def _batchable(self, patch: Patch, variant: PatchFile, shared: set[str]) -> bool:
+        """Whether PATCH may go into a batch: it is simply tried (no record, not judged by
+        its header or conditions), its diff can be concatenated, and, when a writer needs
+        each patch's diff, no other patch touches its files."""
+        if not self.batch or patch.name in self.judging.recorded:
+            return False
+        if self.judging.upstream_has(variant) is not None:
+            return False
+        diff = variant.diff
+        if not diff.endswith(b"\n") or not _SECTION_RE.search(diff):
+            return False
+        return not (self.trees and shared.intersection(variant.files))
+
+    # -- batches
+
+    def _run_batch(self, items: list[_Item]) -> None:
+        """Apply ITEMS in order, as few `git apply` runs as the answers allow."""
+        if not items:
+            return
+        if len(items) == 1:
+            self._try(*items[0])
+            return
+        saved = self.index.save()
+        proc = self.index.apply(b"".join(variant.diff for _, variant, _ in items))
+        if proc.returncode == 0:
+            sections = _section_offsets(proc.stderr)
+            counts = [len(_SECTION_RE.findall(variant.diff)) for _, variant, _ in items]
+            if len(sections) == sum(counts):
+                for (patch, variant, result), count in zip(items, counts, strict=True):
+                    result.offsets = [o for found in sections[:count] for o in found]
+                    sections = sections[count:]
+                    result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
+                    self.batched[patch.name] = variant.files
+                return
+            self.index.restore(saved)  # git read the stream otherwise: one by one
+            for item in items:
+                self._try(*item)
+            return
+        failed = set(failed_files(proc.stderr))
+        suspects = [i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)]
+        if not suspects:  # git named nothing we know (a corrupt patch): halve
+            half = len(items) // 2
+            self._run_batch(items[:half])
+            self._run_batch(items[half:])
+        elif _disjoint(items):
+            # No two share a file: order does not change any of them. The rest go as one
+            # batch, and each that failed is tried alone.
+            self._run_batch([item for i, item in enumerate(items) if i not in suspects])
+            for i in suspects:
+                self._try(*items[i])
+        else:
+            first = suspects[0]
+            self._run_batch(items[:first])
+            self._try(*items[first])
+            self._run_batch(items[first + 1 :])
+
+    def _try(self, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
+        """Try VARIANT alone on the index (forward, reverse, 3-way), as one by one does."""
+        from_upstream = self.judging.from_upstream
+
+        def has_it() -> str:
+            if from_upstream is not None and not from_upstream(variant):
+                return oc.ALREADY_APPLIED
+            return oc.UPSTREAM_HAS_IT
+
+        classify_one(self.index, variant, result, has_it)
+        if result.outcome == oc.UPSTREAM_HAS_IT:
+            result.detail = "its changes are already upstream: the patch can be retired"
+        elif result.outcome == oc.ALREADY_APPLIED:
+            result.detail = "present in the work tree but not recorded by patchkeeper"
+        if result.outcome in oc.WRITES:  # its diff is its part of the combined diff
+            self.batched[patch.name] = variant.files
+
+    # -- one patch, with records and headers
+
+    def _classify_patch(self, patch: Patch, variant: PatchFile | None) -> PatchResult:
+        index, judging = self.index, self.judging
+        result = PatchResult(patch.name, oc.NOT_APPLICABLE)
+        before = index.write_tree() if self.trees else None
+        saved = index.save()
+        record = _live_record(index, result, judging.recorded.get(patch.name))
+        if result.outcome == oc.DRIFTED:
+            return result
+        if variant is None:
+            _no_variant(result, patch, judging)
+            if record is not None:
+                result.notes.append("what patchkeeper wrote earlier stays in place")
+            return result
+        if record is not None and record.sha256 == variant.sha256:
+            result.outcome = oc.ALREADY_APPLIED
+            return result
+        if record is not None:
+            index.apply(record.diff, "--reverse")  # stale: take out what was written before
+            result.notes.append("patch file changed since it was applied: re-applying")
+        if (why := judging.upstream_has(variant)) is not None:
+            result.outcome = oc.UPSTREAM_HAS_IT
+            result.detail = why
+        else:
+            self._try(patch, variant, result)
+            self.batched.pop(patch.name, None)  # its diff comes from its trees, below
+        if result.outcome in oc.FAILED and record is not None:
+            index.restore(saved)  # keep the version written earlier rather than nothing
+            result.notes.append("the version applied earlier stays in place")
+        if self.trees:
+            after = index.write_tree()
+            if after != before:
+                assert before is not None
+                result.trees = (before, after)
+        return result
+
+    def _rebuild(self, start: str, results: list[PatchResult]) -> None:
+        """After a hold-back: the index again from START, with only the patches that still go
+        ahead, so the combined result never holds half of a chain. Patches applied in a batch
+        share no file with any other: their part comes back as one diff."""
+        index = self.index
+        own = sorted({path for name, files in self.batched.items() for path in files})
+        theirs = index.diff(start, index.write_tree(), own) if own else b""
+        index.read_tree(start)
+        for result in results:
+            if result.trees is None:
+                continue
+            if index.apply(index.diff(*result.trees)).returncode != 0:
+                raise GitError(f"internal: {result.name} no longer applies after a hold-back")
+        if theirs and index.apply(theirs).returncode != 0:
+            raise GitError("internal: the batched patches no longer apply after a hold-back")
+
+
+def _disjoint(items: list[_Item]) -> bool:
+    seen: set[str] = set()
+    for _, variant, _ in items:
+        if seen.intersection(variant.files):
+            return False
+        seen.update(variant.files)
+    return True
+
+
+def _section_offsets(stderr: bytes) -> list[list[HunkOffset]]:
+    """Per `Checking patch` line of `git apply -v` (one per file section, in order), the
+    offsets git reported for it."""
+    sections: list[list[HunkOffset]] = []
+    current = ""
+    for line in _lines(stderr):
+        if match := _CHECKING_RE.match(line):
+            current = match.group(1)
+            sections.append([])
+        elif (match := _OFFSET_RE.match(line)) and int(match.group(3)) != 0 and sections:
+            sections[-1].append(HunkOffset(current, int(match[1]), int(match[2]), int(match[3])))
+    return sections
+
 
 def _upstream_has_any(patch: Patch, judging: _Judging) -> str | None:
     """Why upstream has PATCH whatever its variants' ranges say, or None."""
     for variant in patch.variants:
-        if spec_contains(variant.upstream_fixed_in, judging.version):
-            return f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {judging.version}"
-        if variant.path in judging.has_by_content:
-            return f"upstream has it: {judging.has_by_content[variant.path]}"
+        if (why := judging.upstream_has(variant)) is not None:
+            return why
     return None
 
 
@@ -313,49 +736,6 @@ def _no_variant(result: PatchResult, patch: Patch, judging: _Judging) -> None:
         result.detail = f"no variant's Applies-To contains version {judging.version}"
 
 
-def _classify_patch(
-    index: ScratchIndex, patch: Patch, variant: PatchFile | None, judging: _Judging
-) -> PatchResult:
-    result = PatchResult(patch.name, oc.NOT_APPLICABLE)
-    before = index.write_tree()
-    record = _live_record(index, result, judging.recorded.get(patch.name))
-    if result.outcome == oc.DRIFTED:
-        return result
-    if variant is None:
-        _no_variant(result, patch, judging)
-        if record is not None:
-            result.notes.append("what patchkeeper wrote earlier stays in place")
-        return result
-    if record is not None and record.sha256 == variant.sha256:
-        result.outcome = oc.ALREADY_APPLIED
-        return result
-    if record is not None:
-        index.apply(record.diff, "--reverse")  # stale: take out what was written before
-        result.notes.append("patch file changed since it was applied: re-applying")
-    if spec_contains(variant.upstream_fixed_in, judging.version):
-        result.outcome = oc.UPSTREAM_HAS_IT
-        result.detail = f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {judging.version}"
-    elif variant.path in judging.has_by_content:
-        result.outcome = oc.UPSTREAM_HAS_IT
-        result.detail = f"upstream has it: {judging.has_by_content[variant.path]}"
-    else:
-        has_it = oc.UPSTREAM_HAS_IT
-        if judging.from_upstream is not None and not judging.from_upstream(variant):
-            has_it = oc.ALREADY_APPLIED
-        classify_one(index, variant, result, has_it)
-        if result.outcome == oc.UPSTREAM_HAS_IT:
-            result.detail = "its changes are already upstream: the patch can be retired"
-        elif result.outcome == oc.ALREADY_APPLIED:
-            result.detail = "present in the work tree but not recorded by patchkeeper"
-    if result.outcome in oc.FAILED and record is not None:
-        index.read_tree(before)  # keep the version written earlier rather than nothing
-        result.notes.append("the version applied earlier stays in place")
-    after = index.write_tree()
-    if after != before:
-        result.trees = (before, after)
-    return result
-
-
 def _live_record(
     index: ScratchIndex, result: PatchResult, record: Recorded | None
 ) -> Recorded | None:
@@ -379,17 +759,13 @@ def _live_record(
 
 
 def _hold_back_dependents(
-    index: ScratchIndex,
     patch_set: PatchSet,
     selected: dict[str, PatchFile | None],
     results: list[PatchResult],
-    start: str,
-) -> None:
-    """A patch sharing a file with an earlier failed one is not written either.
-
-    When any is held back, the scratch index is rebuilt from the start with only the patches
-    still going ahead, so the combined result never holds half of a chain.
-    """
+) -> bool:
+    """A patch sharing a file with an earlier failed one is not written either (its outcome
+    becomes `conflict`). Returns whether any was held back: the caller then rebuilds the
+    scratch index without them."""
     failed_files: dict[str, str] = {}
     held = False
     for patch, result in zip(patch_set.patches, results, strict=True):
@@ -405,18 +781,12 @@ def _hold_back_dependents(
             result.trees = None
             failed_files.update(dict.fromkeys(files, patch.name))
             held = True
-    if held:
-        index.read_tree(start)
-        for result in results:
-            if result.trees is None:
-                continue
-            if index.apply(tree_diff(index.repo, *result.trees)).returncode != 0:
-                raise GitError(f"internal: {result.name} no longer applies after a hold-back")
+    return held
 
 
 def present_in_ref(repo: Path, ref: str, variant: PatchFile) -> bool:
     """Whether REF's committed content already holds every change of VARIANT."""
-    with scratch_index(repo) as index:
+    with scratch_index(repo, private_objects=True) as index:
         index.load_ref(ref, variant.files)
         return index.apply(variant.diff, "--check", "--reverse").returncode == 0
 
@@ -428,25 +798,36 @@ def upstream_has_content(repo: Path, ref: str, variants: Iterable[PatchFile]) ->
     one `git cat-file --batch` (no checkout, no process per condition), and none at all when
     no variant has conditions. A missing file, or a folder, holds no text.
     """
+    return upstream_has_contents(repo, [ref], variants)[ref]
+
+
+def upstream_has_contents(
+    repo: Path, refs: Sequence[str], variants: Iterable[PatchFile]
+) -> dict[str, dict[Path, str]]:
+    """`upstream_has_content` for each of REFS, still with one git process."""
     judged = [variant for variant in variants if variant.upstream_has]
     paths = sorted({c.path for variant in judged for c in variant.upstream_has})
-    if not paths:
-        return {}
-    blobs = _read_blobs(repo, ref, paths)
+    blobs = read_blobs(repo, [(ref, path) for ref in refs for path in paths]) if paths else {}
     return {
-        variant.path: ", ".join(map(str, variant.upstream_has))
-        for variant in judged
-        if all(c.text.encode() in blobs.get(c.path, b"") for c in variant.upstream_has)
+        ref: {
+            variant.path: ", ".join(map(str, variant.upstream_has))
+            for variant in judged
+            if all(c.text.encode() in blobs.get((ref, c.path), b"") for c in variant.upstream_has)
+        }
+        for ref in refs
     }
 
 
-def _read_blobs(repo: Path, ref: str, paths: list[str]) -> dict[str, bytes]:
-    """REF's blobs at PATHS (paths that are no blob in REF are left out), in one process."""
-    query = "".join(f"{ref}:{path}\n" for path in paths).encode()
+def read_blobs(repo: Path, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str, str], bytes]:
+    """The blob at each (REF, PATH) of WANTED (pairs that are no blob are left out), read by
+    one `git cat-file --batch` process."""
+    if not wanted:
+        return {}
+    query = "".join(f"{ref}:{path}\n" for ref, path in wanted).encode()
     output = git.run(["cat-file", "--batch"], repo, stdin=query).stdout
-    blobs: dict[str, bytes] = {}
+    blobs: dict[tuple[str, str], bytes] = {}
     position = 0
-    for path in paths:
+    for pair in wanted:
         end = output.index(b"\n", position)
         header = _BATCH_HEADER_RE.match(output[position:end])
         position = end + 1
@@ -454,6 +835,6 @@ def _read_blobs(repo: Path, ref: str, paths: list[str]) -> dict[str, bytes]:
             continue  # no such file in REF
         size = int(header[2])
         if header[1] == b"blob":
-            blobs[path] = output[position : position + size]
+            blobs[pair] = output[position : position + size]
         position += size + 1  # the content, then a newline
     return blobs

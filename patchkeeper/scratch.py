@@ -3,6 +3,14 @@
 Every question ("does this patch apply here?") is answered with `git apply --cached` against
 this index: no checkout, no change to the install's own index or work tree. Loading a ref costs
 one `ls-tree` and one `update-index`, whatever the size of the repository.
+
+With `private_objects`, every object the scratch work writes (blobs `git apply` makes, trees
+`write-tree` makes, work tree content hashed in) goes into a temporary object directory that
+has the install's own store as an alternate (`GIT_OBJECT_DIRECTORY`,
+`GIT_ALTERNATE_OBJECT_DIRECTORIES`): the install's `.git/objects` is left exactly as it was,
+which a read-only command (`check`, `status`) owes its user. The objects live as long as the
+ScratchIndex (or whoever holds its `Scratch` folder), so diffs between its trees can still be
+taken after the work is done.
 """
 
 from __future__ import annotations
@@ -18,10 +26,38 @@ from pathlib import Path
 from patchkeeper import git
 
 
+class Scratch:
+    """A temporary folder for one scratch index (and its private objects); removed by
+    `close`, or when nothing refers to it any more."""
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="patchkeeper-")
+        self.path = Path(self._dir.name)
+
+    def close(self) -> None:
+        self._dir.cleanup()
+
+
+def object_store(repo: Path) -> Path:
+    """REPO's object directory (`.git/objects`, or wherever git says it is)."""
+    if "GIT_OBJECT_DIRECTORY" not in os.environ and (repo / ".git" / "objects").is_dir():
+        return (repo / ".git" / "objects").resolve()
+    where = git.out(["rev-parse", "--git-path", "objects"], repo)
+    return (repo / where).resolve()
+
+
 class ScratchIndex:
-    def __init__(self, repo: Path, index_file: Path) -> None:
+    def __init__(self, repo: Path, index_file: Path, *, objects: Path | None = None) -> None:
         self.repo = repo
+        self.index_file = index_file
         self.env = {"GIT_INDEX_FILE": str(index_file)}
+        if objects is not None:
+            objects.mkdir(parents=True, exist_ok=True)
+            alternates = [str(object_store(repo))]
+            if inherited := os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+                alternates.append(inherited)
+            self.env["GIT_OBJECT_DIRECTORY"] = str(objects)
+            self.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(alternates)
         self._tree: str | None = None  # the tree of the index as it is now, once written
 
     def _git(self, args: list[str], stdin: bytes | None = None, check: bool = True):
@@ -30,19 +66,33 @@ class ScratchIndex:
     def _changed(self) -> None:
         self._tree = None
 
-    def load_ref(self, ref: str, paths: Iterable[str], *, overlay: bool = False) -> None:
-        """Index REF's content of PATHS; with OVERLAY, on top of what the index holds."""
+    def clear(self) -> None:
+        """Make the index empty (no process: an index file that is not there is empty)."""
         self._changed()
-        if not overlay:
-            self._git(["read-tree", "--empty"])
-        listing = self._git(["ls-tree", "-r", "-z", ref, "--", *sorted(set(paths))]).stdout
+        self.index_file.unlink(missing_ok=True)
+
+    def listing(self, ref: str, paths: Iterable[str]) -> bytes:
+        """`git ls-tree -r -z REF -- PATHS`: the entries an index would hold for them."""
+        return self._git(["ls-tree", "-r", "-z", ref, "--", *sorted(set(paths))]).stdout
+
+    def add_entries(self, listing: bytes) -> None:
+        """Add `ls-tree -z` (or `--index-info`) entries to the index."""
         if listing:
+            self._changed()
             self._git(["update-index", "-z", "--index-info"], stdin=listing)
+
+    def load_ref(self, ref: str, paths: Iterable[str], *, overlay: bool = False) -> bytes:
+        """Index REF's content of PATHS; with OVERLAY, on top of what the index holds.
+        Returns the entries loaded (`ls-tree -z` format)."""
+        if not overlay:
+            self.clear()
+        entries = self.listing(ref, paths)
+        self.add_entries(entries)
+        return entries
 
     def load_worktree(self, paths: Iterable[str]) -> None:
         """Index the work tree's current content of PATHS (absent files stay absent)."""
-        self._changed()
-        self._git(["read-tree", "--empty"])
+        self.clear()
         present = [p for p in sorted(set(paths)) if (self.repo / p).is_file()]
         if not present:
             return
@@ -55,7 +105,7 @@ class ScratchIndex:
         for path, sha in zip(present, shas.stdout.decode().split(), strict=True):
             executable = os.stat(self.repo / path).st_mode & stat.S_IXUSR
             entries.append(f"{'100755' if executable else '100644'} {sha}\t{path}\0")
-        self._git(["update-index", "-z", "--index-info"], stdin="".join(entries).encode())
+        self.add_entries("".join(entries).encode())
 
     def read_file(self, path: str) -> bytes | None:
         """The content this index holds for PATH, or None when it holds none."""
@@ -71,6 +121,20 @@ class ScratchIndex:
         self._git(["read-tree", tree])
         self._tree = tree
 
+    def save(self) -> tuple[bytes | None, str | None]:
+        """The index as it is now, to go back to with `restore` (a file copy, no process)."""
+        try:
+            return self.index_file.read_bytes(), self._tree
+        except FileNotFoundError:
+            return None, self._tree
+
+    def restore(self, saved: tuple[bytes | None, str | None]) -> None:
+        data, self._tree = saved
+        if data is None:
+            self.index_file.unlink(missing_ok=True)
+        else:
+            self.index_file.write_bytes(data)
+
     def apply(self, diff: bytes, *flags: str) -> subprocess.CompletedProcess[bytes]:
         """`git apply --cached -v FLAGS` on this index; the caller reads the exit code.
 
@@ -81,11 +145,28 @@ class ScratchIndex:
             self._changed()
         return proc
 
+    def diff(self, old: str, new: str, paths: Iterable[str] = ()) -> bytes:
+        """The exact diff between two trees this index wrote (see `tree_diff`), no renames."""
+        limit = ["--", *paths] if paths else []
+        args = ["diff", "--binary", "--full-index", "--no-renames", old, new, *limit]
+        return self._git(args).stdout
+
 
 @contextmanager
-def scratch_index(repo: Path) -> Iterator[ScratchIndex]:
-    with tempfile.TemporaryDirectory(prefix="patchkeeper-") as tmp:
-        yield ScratchIndex(repo, Path(tmp) / "index")
+def scratch_index(repo: Path, *, private_objects: bool = False) -> Iterator[ScratchIndex]:
+    """A scratch index for REPO; with PRIVATE_OBJECTS, nothing it writes reaches REPO's
+    object store (see the module docstring)."""
+    scratch = Scratch()
+    try:
+        yield open_scratch(repo, scratch, private_objects=private_objects)
+    finally:
+        scratch.close()
+
+
+def open_scratch(repo: Path, scratch: Scratch, *, private_objects: bool) -> ScratchIndex:
+    """A scratch index in SCRATCH's folder (which the caller keeps and closes)."""
+    objects = scratch.path / "objects" if private_objects else None
+    return ScratchIndex(repo, scratch.path / "index", objects=objects)
 
 
 def tree_diff(repo: Path, old: str, new: str, paths: Iterable[str] = ()) -> bytes:
