@@ -2,8 +2,10 @@
 
 A check is a Python script in the patch set's `smoke/` folder (`smoke/NAME.py`). It imports
 upstream code, so it runs with the install's own interpreter, cwd at the install, the install on
-`sys.path` (PYTHONPATH), a fresh temporary HERMES_HOME and HOME (never the operator's), a minimal
-environment and a timeout. It runs in its own process group, which is killed when it ends or
+`sys.path` (PYTHONPATH), a fresh HERMES_HOME, HOME and TMPDIR (never the operator's), a minimal
+environment and a timeout. Those folders are made under the install's `.git/patchkeeper/smoke/`,
+not in $TMPDIR, and removed when the check ends; a run killed before it could remove them leaves
+them there, named after its pid, and the next run clears them. It runs in its own process group, which is killed when it ends or
 times out, so helper processes a check starts cannot outlive it.
 
 A check prints one JSON verdict on stdout:
@@ -25,13 +27,13 @@ install's own interpreter (configured, or its venv).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,9 +43,10 @@ from patchkeeper import outcomes as oc
 from patchkeeper.config import Settings
 from patchkeeper.errors import UserError
 from patchkeeper.install import Install
+from patchkeeper.lock import process_start_time
 from patchkeeper.outcomes import PatchResult
-from patchkeeper.patchset import PatchSet
-from patchkeeper.processes import run_in_group
+from patchkeeper.patchset import SMOKE_NAME_RE, PatchSet
+from patchkeeper.processes import group_alive, run_in_group
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 VERDICTS = (PASS, FAIL, ERROR)
@@ -51,7 +54,8 @@ SMOKE_DIR = "smoke"
 PROGRESS_PREFIX = "progress: "
 # Where a virtualenv's interpreter usually is, tried when [install] python is not set.
 VENV_PYTHONS = ("venv/bin/python", ".venv/bin/python")
-_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a file name in smoke/, no path
+SCRATCH_DIR = "smoke"  # under the install's state dir: each running check's HOME and TMPDIR
+_GROUP_FILE = "group"  # in a check's scratch folder: its process group, while it may run
 _OUTPUT_LIMIT = 1 << 20  # bytes of stdout kept; a verdict is a few KB
 _STDERR_TAIL = 20  # lines of stderr kept to explain a crash
 
@@ -161,7 +165,60 @@ def available_checks(patch_set: PatchSet) -> list[str]:
 def check_file(patch_set: PatchSet, name: str) -> Path | None:
     """smoke/NAME.py; None when NAME is not a plain file name (it may not leave smoke/)."""
     stem = name.removesuffix(".py")
-    return patch_set.root / SMOKE_DIR / f"{stem}.py" if _NAME_RE.fullmatch(stem) else None
+    return patch_set.root / SMOKE_DIR / f"{stem}.py" if SMOKE_NAME_RE.fullmatch(stem) else None
+
+
+# ---------------------------------------------------------------- scratch folders
+
+
+def _owner_prefix() -> str:
+    """`PID-STARTTIME-`: whose a scratch folder is, so a later run can tell a dead one."""
+    return f"{os.getpid()}-{process_start_time(os.getpid()) or ''}-"
+
+
+def _folder_is_dead(folder: Path) -> bool:
+    """A folder of a run that is gone (its pid ended, or was reused by another process) and
+    whose check no longer runs either (a check can outlive a killed patchkeeper)."""
+    pid, _, rest = folder.name.partition("-")
+    started, _, _ = rest.partition("-")
+    if not pid.isdigit():
+        return False  # not ours
+    if process_start_time(int(pid)) == started:
+        return False  # its run is alive
+    with contextlib.suppress(OSError, ValueError):
+        if group_alive(int((folder / _GROUP_FILE).read_text())):
+            return False
+    return True
+
+
+def clear_dead_scratch(root: Path) -> list[Path]:
+    """Remove the scratch folders of runs that were killed before they could (returns them)."""
+    if not root.is_dir():
+        return []
+    dead = [folder for folder in root.iterdir() if folder.is_dir() and _folder_is_dead(folder)]
+    for folder in dead:
+        shutil.rmtree(folder, ignore_errors=True)
+    return dead
+
+
+@contextlib.contextmanager
+def scratch_folder(root: Path | None, name: str) -> Iterator[Path]:
+    """A fresh folder for one check, removed when it ends. Under ROOT (the install's state
+    dir) when given and writable, named after this run, so that a run killed before it could
+    remove it leaves nothing in $TMPDIR and the next run clears it; else a temp dir."""
+    folder: Path | None = None
+    if root is not None:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(prefix=f"{_owner_prefix()}{name}-", dir=root))
+        except OSError:
+            folder = None
+    if folder is None:
+        folder = Path(tempfile.mkdtemp(prefix=f"patchkeeper-smoke-{name}-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- running one check
@@ -194,7 +251,12 @@ class _Run:
 
 
 def _run_process(
-    argv: Sequence[str], cwd: Path, env: dict[str, str], timeout: float, relay: Relay
+    argv: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    relay: Relay,
+    on_start: Callable[[int], None] | None = None,
 ) -> _Run:
     out = bytearray()
     tail: list[str] = []
@@ -219,6 +281,7 @@ def _run_process(
         on_stdout=stdout_line,
         on_stderr=stderr_line,
         env=env,
+        on_start=on_start,
         end_group=True,
     )
     if finished.start_error:
@@ -311,8 +374,13 @@ def run_check(
     timeout: float,
     args: Sequence[str] = (),
     on_progress: Progress | None = None,
+    scratch_root: Path | None = None,
 ) -> CheckResult:
-    """Run one check file against INSTALL and return its (never optimistic) result."""
+    """Run one check file against INSTALL and return its (never optimistic) result.
+
+    Its HOME, HERMES_HOME and TMPDIR are in a fresh folder under SCRATCH_ROOT (the install's
+    state dir; else a temp dir), removed when the check ends.
+    """
     name = path.stem
     if not path.is_file():
         return CheckResult(name, ERROR, 0.0, detail=f"no such check: {path}")
@@ -321,10 +389,15 @@ def run_check(
         if on_progress is not None:
             on_progress(name, text)
 
-    with tempfile.TemporaryDirectory(prefix=f"patchkeeper-smoke-{name}-") as scratch:
-        env = clean_env(install, python.path, Path(scratch))
+    with scratch_folder(scratch_root, name) as scratch:
+
+        def started(pgid: int) -> None:
+            with contextlib.suppress(OSError):
+                (scratch / _GROUP_FILE).write_text(str(pgid))
+
+        env = clean_env(install, python.path, scratch)
         argv = [str(python.path), "-B", str(path), *args]
-        run = _run_process(argv, install, env, timeout, relay)
+        run = _run_process(argv, install, env, timeout, relay, started)
     return parse_verdict(name, run)
 
 
@@ -343,6 +416,9 @@ def run_checks(
 ) -> SmokeReport:
     """Run the named checks of PATCH_SET, in order, each once, with ARGS (`--probe`)."""
     python = find_python(install, settings)
+    scratch_root = install.state_dir / SCRATCH_DIR
+    with contextlib.suppress(OSError):
+        clear_dead_scratch(scratch_root)  # left by runs that were killed
     results = []
     for name in dict.fromkeys(n.removesuffix(".py") for n in names):
         path = check_file(patch_set, name)
@@ -357,7 +433,13 @@ def run_checks(
             on_progress(name, f"running with {python.path}")
         limit = timeout or settings.smoke_timeout
         result = run_check(
-            python, install.path, path, timeout=limit, args=args, on_progress=on_progress
+            python,
+            install.path,
+            path,
+            timeout=limit,
+            args=args,
+            on_progress=on_progress,
+            scratch_root=scratch_root,
         )
         results.append(result if python.installs_own else _not_the_installs(result, python))
     return SmokeReport(python, tuple(results))

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -255,6 +257,53 @@ def test_a_printed_undo_command_is_shell_quoted(tmp_path: Path) -> None:
     subprocess.run(undo, shell=True, check=True, cwd=tmp_path, env={**os.environ, **GIT_ID})
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()
     assert git(repo, "stash", "list", "--format=%gs") == f"On main: {message}"
+
+
+# ---------------------------------------------------------------- 9. smoke scratch folders
+
+
+SLOW_CHECK = """\
+import sys, time
+print("progress: started", file=sys.stderr, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_smoke_run_leaves_nothing_in_tmpdir(repo: Path, tmp_path: Path) -> None:
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    (patches / "smoke").mkdir()
+    (patches / "smoke" / "slow.py").write_text(SLOW_CHECK)
+    (patches / "patchkeeper.toml").write_text(f'[install]\npython = "{sys.executable}"\n')
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, **GIT_ID, "TMPDIR": str(tmpdir)}
+    args = ["smoke", "--install", repo, "--patches", patches]
+    proc = subprocess.Popen([sys.executable, "-m", "patchkeeper", *map(str, args)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stderr is not None
+    for _ in range(200):
+        if b"started" in proc.stderr.readline():
+            break
+    proc.send_signal(signal.SIGKILL)  # no cleanup of its own can run
+    proc.wait()
+    proc.stderr.close()
+    assert proc.stdout is not None
+    proc.stdout.close()
+    assert [p.name for p in tmpdir.iterdir()] == []
+    scratch = repo / ".git" / "patchkeeper" / "smoke"
+    left = list(scratch.iterdir())
+    assert len(left) == 1  # the dead run's folder, in the install's state
+    for line in Path("/proc").glob("[0-9]*/cmdline"):  # end the orphaned check ourselves
+        try:
+            if str(patches / "smoke" / "slow.py") in line.read_bytes().decode(errors="replace"):
+                os.kill(int(line.parent.name), signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.2)
+    (patches / "smoke" / "slow.py").write_text('print(\'{"verdict": "pass"}\')\n')
+    again = cli(*args, env={"TMPDIR": str(tmpdir)})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert list(scratch.iterdir()) == [] and list(tmpdir.iterdir()) == []
 
 
 # ---------------------------------------------------------------- 14. plain quilt patches
