@@ -306,6 +306,22 @@ def test_a_killed_smoke_run_leaves_nothing_in_tmpdir(repo: Path, tmp_path: Path)
     assert list(scratch.iterdir()) == [] and list(tmpdir.iterdir()) == []
 
 
+# ---------------------------------------------------------------- 11. help says what runs
+
+
+def test_doctor_help_says_it_runs_the_smoke_probes() -> None:
+    text = " ".join(run_cli("doctor", "--help").stdout.split())
+    assert "Reads only" not in text
+    assert "runs every smoke check" in text and "--probe" in text
+    assert "version_command" in text
+
+
+@pytest.mark.parametrize("command", ["status", "apply", "unapply", "record", "refresh", "update"])
+def test_help_says_version_command_runs(command: str) -> None:
+    text = " ".join(run_cli(command, "--help").stdout.split())
+    assert "runs [install] version_command" in text, text
+
+
 # ---------------------------------------------------------------- 14. plain quilt patches
 
 

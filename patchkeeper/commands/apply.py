@@ -37,6 +37,7 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
 
     Running it twice changes nothing the second time. A conflicting patch writes nothing, nor
     does any later patch that shares a file with it (exit 3). The user's own edits are kept.
+    It runs [install] version_command (when set) to pick each patch's variant.
 
     \b
     Example:

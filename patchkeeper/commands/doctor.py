@@ -37,7 +37,12 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
 
     Checks: install and interpreter found; no merge in progress and no leftovers; the patch
     set lints; every patch in place; the timeout budget the smoke checks read from the install
-    (`--probe`) holds; the last update ended well. Reads only.
+    (`--probe`) holds; the last update ended well.
+
+    It changes nothing in the install, but it runs things: [install] version_command (when
+    set), the interpreter (to print its version), and it runs every smoke check the patch set
+    names with `--probe`, which imports upstream code under the install's interpreter to read
+    the budget (with a scratch HOME under .git/patchkeeper/smoke/, removed afterwards).
 
     \b
     Example:

@@ -31,7 +31,7 @@ def command(
 
     The header is filled in: Description from -m, Base = HEAD, Last-Update = today, and
     Applies-To = the current version's minor series. Changes of other patches in the same
-    files stay out of it.
+    files stay out of it. It runs [install] version_command (when set) for that version.
 
     \b
     Example:

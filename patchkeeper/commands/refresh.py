@@ -22,6 +22,7 @@ def command(name: str, install_path: Path | None, patches_dir: Path | None, wait
 
     Typical use: `apply` reported a conflict; edit the files by hand until the fix is right
     on the new upstream, then refresh. The header is kept; Base and Last-Update are renewed.
+    It runs [install] version_command (when set) to pick the variant.
 
     \b
     Example:

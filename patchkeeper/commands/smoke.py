@@ -78,8 +78,10 @@ def command(
 ) -> int:
     """Run behavioural smoke checks against the install with its own interpreter.
 
-    Each check runs in a fresh temporary HERMES_HOME, never the operator's. Exit 4 when a
-    check fails or could not check (crash, timeout, bad output, missing upstream function).
+    Each check runs upstream code with a fresh HERMES_HOME and HOME, never the operator's,
+    in a scratch folder under the install's .git/patchkeeper/smoke/ (removed when the check
+    ends). Exit 4 when a check fails or could not check (crash, timeout, bad output, missing
+    upstream function).
 
     \b
     Example:

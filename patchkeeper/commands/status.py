@@ -93,7 +93,8 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
 
     A patch that is not applied yet shows what `apply` would do; `drifted` means patchkeeper
     applied it and it was edited by hand since. Exit 0 only when every applicable patch is
-    in place.
+    in place. Writes nothing, but runs [install] version_command (when set) to learn the
+    install's version.
 
     \b
     Example:
