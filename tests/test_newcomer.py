@@ -5,6 +5,7 @@ documented and works, and the licence the package declares is there."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,29 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- 12. a venv first
+
+
+def set_up_commands() -> list[str]:
+    """The two commands under `## Set up`, in order: the demo's, then the tests'."""
+    section = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", section, re.S)][:2]
+
+
+def test_the_set_up_commands_make_a_venv_first() -> None:
+    """A PEP 668 system Python refuses `pip install` outside a venv."""
+    demo, tests = set_up_commands()
+    venv = "python3 -m venv .venv && . .venv/bin/activate && "
+    assert demo == f"{venv}python3 -m pip install -e . && patchkeeper demo"
+    assert tests == f"{venv}python3 -m pip install -e '.[test]' && python3 -m pytest -n 2"
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    _, tests = set_up_commands()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert any(line.strip() == tests for line in ci.splitlines()), ci
 
 
 # ---------------------------------------------------------------- 13. no git identity needed
