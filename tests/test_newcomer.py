@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,28 @@ def test_the_suite_needs_no_git_identity_of_the_machine(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- 16. licence, completion
+
+
+def test_the_licence_the_package_declares_is_shipped() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    assert "MIT" in str(declared)
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License") and "Permission is hereby granted" in text
+
+
+def test_shell_completion_is_documented_and_works() -> None:
+    for shell in ("bash", "zsh", "fish"):
+        assert f"_PATCHKEEPER_COMPLETE={shell}_source patchkeeper" in README, shell
+    script = Path(sys.executable).parent / "patchkeeper"
+    if not script.exists():
+        pytest.skip("the patchkeeper script is not installed beside this interpreter")
+    env = {**os.environ, "_PATCHKEEPER_COMPLETE": "bash_source"}
+    source = subprocess.run([script], env=env, capture_output=True, text=True, check=False)
+    assert "_patchkeeper_completion" in source.stdout
+    env = {**os.environ, "_PATCHKEEPER_COMPLETE": "bash_complete",
+           "COMP_WORDS": "patchkeeper lef", "COMP_CWORD": "1"}  # fmt: skip
+    words = subprocess.run([script], env=env, capture_output=True, text=True, check=False)
+    assert words.stdout.split() == ["plain,leftovers"], words
