@@ -44,6 +44,7 @@ from patchkeeper.patchset import (
     diff_path,
     git_line_paths,
     spec_contains,
+    unquote,
 )
 from patchkeeper.scratch import Scratch, ScratchIndex, open_scratch, scratch_index
 
@@ -57,6 +58,7 @@ _GIT_FATAL = 128  # git apply could not even read the patch
 _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
 _BATCH_HEADER_RE = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")  # else "NAME missing"
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
+_CONFLICTED_RE = re.compile(r"^Applied patch to '(.+)' with conflicts\.$")
 # Batches on (the default), or every patch tried alone: the same results, more git calls.
 # Tests switch it off to prove the first equals the second.
 BATCHES = True
@@ -205,25 +207,61 @@ def _hunk_start(header: str) -> int:
     return int(match.group(1)) - 1 if match else 0
 
 
-def conflicting_hunks(index: ScratchIndex, diff: bytes, files: list[str]) -> list[HunkConflict]:
+def stderr_blocks(stderr: bytes) -> dict[str, list[str]]:
+    """`git apply -v` output split per file section: path -> the lines from its `Checking
+    patch` line to the next one. A path with more than one section is left out."""
+    blocks: dict[str, list[str]] = {}
+    twice: set[str] = set()
+    current: list[str] | None = None
+    for line in _lines(stderr):
+        if match := _CHECKING_RE.match(line):
+            path = unquote(match.group(1))
+            if path in blocks:
+                twice.add(path)
+            current = blocks[path] = [line]
+        elif current is not None:
+            current.append(line)
+    return {path: lines for path, lines in blocks.items() if path not in twice}
+
+
+def conflicting_hunks(
+    index: ScratchIndex,
+    diff: bytes,
+    files: list[str],
+    forward: bytes | None = None,
+    contents: dict[str, bytes] | None = None,
+) -> list[HunkConflict]:
     """Which hunks fail, each checked alone against the target, with the lines it expected
-    and, where the target is closest to them, the lines that differ."""
+    and, where the target is closest to them, the lines that differ.
+
+    FORWARD is what `git apply -v` of the whole DIFF said on this very index: a failed file
+    section with a single hunk failed exactly as it says there (the hunk alone is the same
+    input), so only sections with several hunks are checked hunk by hunk. CONTENTS: the
+    index's content of the files, when the caller has read it already."""
+    sections = [(p, h, hs) for p, h, hs in split_hunks(diff) if not files or p in files]
+    if contents is None:
+        contents = index.read_files([path for path, _, _ in sections])
+    blocks = stderr_blocks(forward) if forward is not None else {}
     conflicts = []
-    for path, header, hunks in split_hunks(diff):
-        if files and path not in files:
-            continue
+    for path, header, hunks in sections:
         if not hunks:
             conflicts.append(HunkConflict(path, 0, "", (), "file-level change does not apply"))
-        content = index.read_file(path)
+        content = contents.get(path)
         target = content.decode(errors="replace").splitlines() if content is not None else []
         for number, hunk in enumerate(hunks, 1):
-            proc = index.apply(header + hunk, "--check")
-            if proc.returncode == 0:
-                continue
+            if len(hunks) == 1 and path in files and path in blocks:
+                said = blocks[path]
+            else:
+                proc = index.apply(header + hunk, "--check")
+                if proc.returncode == 0:
+                    continue
+                said = _lines(proc.stderr)
             first, *body = hunk.decode(errors="replace").splitlines()
             expected = tuple(line[1:] for line in body if line[:1] in (" ", "-"))
+            # git's own words ("does not exist in index"), never a source line it quotes
             reason = next(
-                (m for m in _lines(proc.stderr) if "exist" in m), "context does not match"
+                (m for m in said if m.startswith("error: ") and "exist" in m),
+                "context does not match",
             )
             mismatches = closest_mismatches(target, list(expected), _hunk_start(first))
             conflicts.append(HunkConflict(path, number, first, expected, reason, mismatches))
@@ -254,8 +292,7 @@ def classify_one(
 
     HAS_IT_OUTCOME is the outcome when the patch's changes are already there (or a function
     that decides it, asked only then: it may cost git calls)."""
-    diff = patch_file.diff
-    check = index.apply(diff)  # atomic: applied in full, or the index is unchanged
+    check = index.apply(patch_file.diff)  # atomic: applied in full, or the index is unchanged
     if check.returncode == 0:
         result.offsets = parse_offsets(check.stderr)
         result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
@@ -264,14 +301,40 @@ def classify_one(
         result.outcome = oc.INVALID
         result.detail = f"git cannot read the diff: {_lines(check.stderr)[-1]}"
         return
-    if index.apply(diff, "--check", "--reverse").returncode == 0:
+    judge_failed(index, patch_file, result, has_it_outcome, check.stderr)
+
+
+def judge_failed(
+    index: ScratchIndex,
+    patch_file: PatchFile,
+    result: PatchResult,
+    has_it_outcome: HasIt,
+    forward: bytes,
+    reverse_applies: bool | None = None,
+    merged: bool | None = None,
+    contents: dict[str, bytes] | None = None,
+) -> None:
+    """A patch whose forward apply failed (git said FORWARD, not a fatal error): already
+    there (reverse applies), merged in 3-way, or a conflict with its failing hunks.
+
+    What a caller found out for several patches at once it passes in: REVERSE_APPLIES,
+    MERGED (the 3-way merge is in the index already when True), CONTENTS (the index's
+    content of the failed files)."""
+    diff = patch_file.diff
+    if reverse_applies is None:
+        reverse_applies = index.apply(diff, "--check", "--reverse").returncode == 0
+    if reverse_applies:
         result.outcome = has_it_outcome if isinstance(has_it_outcome, str) else has_it_outcome()
         return
-    files = failed_files(check.stderr)
-    if _try_three_way(index, result, diff, files):
+    files = failed_files(forward)
+    if merged is None:
+        merged = _try_three_way(index, result, diff, files)
+    if merged:
+        result.outcome = oc.MERGED_3WAY
+        result.merged_files = files
         return
     result.outcome = oc.CONFLICT
-    result.conflicts = conflicting_hunks(index, diff, files)
+    result.conflicts = conflicting_hunks(index, diff, files, forward, contents)
     names = ", ".join(files) or "the target"
     result.detail = f"does not apply to {names}"
 
@@ -601,19 +664,18 @@ class _Run:
             self._run_batch(items[:half])
             self._run_batch(items[half:])
         elif _disjoint(items):
-            # No two share a file: order does not change any of them. The rest go as one
-            # batch, and each that failed is tried alone.
+            # No two share a file: order changes none of them, and what git said about each
+            # file is what it says about that patch alone. The rest go as one batch; those
+            # that failed are judged from what git said, their reverse checks in one run.
             self._run_batch([item for i, item in enumerate(items) if i not in suspects])
-            for i in suspects:
-                self._try(*items[i])
+            self._judge_failed([items[i] for i in suspects], stderr_blocks(proc.stderr))
         else:
             first = suspects[0]
             self._run_batch(items[:first])
             self._try(*items[first])
             self._run_batch(items[first + 1 :])
 
-    def _try(self, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
-        """Try VARIANT alone on the index (forward, reverse, 3-way), as one by one does."""
+    def _has_it(self, variant: PatchFile) -> Callable[[], str]:
         from_upstream = self.judging.from_upstream
 
         def has_it() -> str:
@@ -621,7 +683,100 @@ class _Run:
                 return oc.ALREADY_APPLIED
             return oc.UPSTREAM_HAS_IT
 
-        classify_one(self.index, variant, result, has_it)
+        return has_it
+
+    def _judge_failed(self, items: list[_Item], blocks: dict[str, list[str]]) -> None:
+        """ITEMS (no two share a file) failed in a batch; BLOCKS is what git said per file."""
+        known: list[tuple[_Item, bytes]] = []
+        for item in items:
+            _, variant, _ = item
+            sections = [path for path, _, _ in split_hunks(variant.diff)]
+            if not sections or any(path not in blocks for path in sections):
+                self._try(*item)  # git's words cannot be told apart: alone, as one by one
+                continue
+            said = "\n".join(line for path in sections for line in blocks[path]) + "\n"
+            known.append((item, said.encode()))
+        if not known:
+            return
+        reverse: dict[int, bool] = {}
+        if len(known) > 1:
+            reverse = self._reverse_checks([variant for (_, variant, _), _ in known])
+        left = [i for i in range(len(known)) if reverse.get(i) is False]
+        merged: dict[int, bool] = {}
+        if len(left) > 1:
+            merged = {left[k]: m for k, m in self._three_way([known[i] for i in left]).items()}
+        conflicting = [i for i in left if merged.get(i) is False]
+        contents: dict[str, bytes] | None = None
+        if len(conflicting) > 1:
+            paths = [
+                path
+                for i in conflicting
+                for path in failed_files(known[i][1])
+                if path in known[i][0][1].files
+            ]
+            contents = self.index.read_files(paths)
+        for i, ((patch, variant, result), said) in enumerate(known):
+            has_it = self._has_it(variant)
+            judge_failed(
+                self.index, variant, result, has_it, said, reverse.get(i), merged.get(i), contents
+            )
+            self._describe(patch, variant, result)
+
+    def _three_way(self, items: list[tuple[_Item, bytes]]) -> dict[int, bool]:
+        """Whether each of ITEMS (no two share a file; none applies, none is there already)
+        merges in 3-way, from one `git apply --3way` of them all and one of those that
+        merged cleanly; the index then holds those merges. {} when that does not settle it
+        (the caller asks alone)."""
+        saved = self.index.save()
+        diffs = [variant.diff for (_, variant, _), _ in items]
+        proc = self.index.apply(b"".join(diffs), "--3way")
+        if proc.returncode == 0:
+            return dict.fromkeys(range(len(items)), True)
+        said = _lines(proc.stderr)
+        self.index.restore(saved)
+        conflicted = {m[1] for line in said if (m := _CONFLICTED_RE.match(line))}
+        if (
+            proc.returncode == _GIT_FATAL
+            or not conflicted
+            or any(line.startswith(("error:", "fatal:")) for line in said)
+        ):
+            return {}
+        clean = [
+            i for i, ((_, v, _), _) in enumerate(items) if not conflicted.intersection(v.files)
+        ]
+        if clean and self.index.apply(b"".join(diffs[i] for i in clean), "--3way").returncode:
+            self.index.restore(saved)
+            return {}
+        return {i: i in clean for i in range(len(items))}
+
+    def _reverse_checks(self, variants: list[PatchFile]) -> dict[int, bool]:
+        """Whether each of VARIANTS (no two share a file) would reverse-apply, as far as two
+        `git apply --check --reverse` runs tell: all of them, then those git did not name.
+        Where that does not settle it, the index is left out (the caller asks alone)."""
+        proc = self.index.apply(b"".join(v.diff for v in variants), "--check", "--reverse")
+        if proc.returncode == 0:
+            return dict.fromkeys(range(len(variants)), True)
+        named = set(failed_files(proc.stderr))
+        if proc.returncode == _GIT_FATAL or not named:
+            return {}
+        failed = {i for i, v in enumerate(variants) if named.intersection(v.files)}
+        rest = [i for i in range(len(variants)) if i not in failed]
+        answers = dict.fromkeys(failed, False)
+        if not rest:
+            return answers
+        if len(rest) == 1:
+            return answers  # one left: asking it alone costs the same
+        again = self.index.apply(b"".join(variants[i].diff for i in rest), "--check", "--reverse")
+        if again.returncode == 0:
+            answers.update(dict.fromkeys(rest, True))
+        return answers
+
+    def _try(self, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
+        """Try VARIANT alone on the index (forward, reverse, 3-way), as one by one does."""
+        classify_one(self.index, variant, result, self._has_it(variant))
+        self._describe(patch, variant, result)
+
+    def _describe(self, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
         if result.outcome == oc.UPSTREAM_HAS_IT:
             result.detail = "its changes are already upstream: the patch can be retired"
         elif result.outcome == oc.ALREADY_APPLIED:

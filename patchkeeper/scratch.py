@@ -112,6 +112,25 @@ class ScratchIndex:
         proc = self._git(["cat-file", "blob", f":{path}"], check=False)
         return proc.stdout if proc.returncode == 0 else None
 
+    def read_files(self, paths: list[str]) -> dict[str, bytes]:
+        """The content this index holds for each of PATHS (those it holds), in one process."""
+        if len(paths) < 2 or any("\n" in path for path in paths):
+            return {p: data for p in paths if (data := self.read_file(p)) is not None}
+        query = "".join(f":{path}\n" for path in paths).encode()
+        output = self._git(["cat-file", "--batch"], stdin=query).stdout
+        found: dict[str, bytes] = {}
+        position = 0
+        for path in paths:
+            end = output.index(b"\n", position)
+            header = output[position:end].split()
+            position = end + 1
+            if len(header) != 3 or header[1] != b"blob":
+                continue  # "PATH missing": not in this index
+            size = int(header[2])
+            found[path] = output[position : position + size]
+            position += size + 1
+        return found
+
     def write_tree(self) -> str:
         if self._tree is None:
             self._tree = self._git(["write-tree"]).stdout.decode().strip()

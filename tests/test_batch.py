@@ -290,10 +290,13 @@ def test_the_practice_upstream_batched_equals_one_by_one(
     _apply_both_ways(monkeypatch, sandbox.install, sandbox.patches)
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["some-share-files", "disjoint"])
 def test_a_large_batch_splits_where_git_says_and_matches_one_by_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
 ) -> None:
-    """Forty patches, every fifth failing one way or another, some sharing files."""
+    """Forty patches, every fifth failing one way or another, some sharing files (the batch
+    is split at the first that failed) or none (the failed ones are judged together: their
+    reverse checks in one run, their 3-way merges in one run)."""
     files = {f"m{n:02d}.py": LINES.replace("line", f"m{n}") for n in range(40)}
     repo = make_repo(tmp_path / "up", files, tag="v1.0.0")
     patches = {}
@@ -301,7 +304,7 @@ def test_a_large_batch_splits_where_git_says_and_matches_one_by_one(
         path = f"m{n:02d}.py"
         text = edit(files[path], f"m{n} 20\n", f"m{n} 20 fixed\n")
         patches[f"p{n:02d}.patch"] = patch_text(diff_of(repo, {path: text}))
-        if n % 7 == 6:  # a second patch on the same file, independent of the first
+        if shared and n % 7 == 6:  # a second patch on the same file, independent of it
             other = edit(files[path], f"m{n} 35\n", f"m{n} 35 too\n")
             patches[f"p{n:02d}b.patch"] = patch_text(diff_of(repo, {path: other}))
     patch_dir = write_patch_set(tmp_path / "ps", patches)
@@ -320,10 +323,12 @@ def test_a_large_batch_splits_where_git_says_and_matches_one_by_one(
     commit_files(repo, changed, "release", tag="v1.1.0")
     refs = ["v1.0.0", "v1.1.0"]
     calls: list[bytes] = []
+    flag_log: list[tuple[str, ...]] = []
     real_apply = ScratchIndex.apply
 
     def counted(self: ScratchIndex, diff: bytes, *flags: str):
         calls.append(diff)
+        flag_log.append(flags)
         return real_apply(self, diff, *flags)
 
     monkeypatch.setattr(ScratchIndex, "apply", counted)
@@ -333,6 +338,11 @@ def test_a_large_batch_splits_where_git_says_and_matches_one_by_one(
         "applied", "applied-offset", "merged-3way", "upstream-has-it", "conflict"
     }  # fmt: skip
     calls.clear()
+    flag_log.clear()
     assert checked(repo, patch_dir, refs, reuse=False) == one_by_one
     assert len(calls) < alone / 3  # batches really ran, and were split
     assert max(diff.count(b"diff --git ") for diff in calls) >= 40
+    if not shared:  # the failed ones were judged together
+        streams = [flags for diff, flags in zip(calls, flag_log, strict=True)
+                   if diff.count(b"diff --git ") > 1]  # fmt: skip
+        assert ("--check", "--reverse") in streams and ("--3way",) in streams
