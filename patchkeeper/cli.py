@@ -1,8 +1,10 @@
 """Command-line entry point.
 
-Commands live one per module under `patchkeeper/commands/` and are imported only when named,
-so `patchkeeper --help` and every command start without loading git or SQLite code they do not
-use. Every user-facing failure is a PatchkeeperError: printed as one line, mapped to its exit code.
+Commands live one per module under `patchkeeper/commands/` and are imported only when named:
+`patchkeeper --version` imports click and nothing else, `patchkeeper --help` lists every
+command from the one-line summaries below without importing a command module, and a command
+loads only what it uses. Every user-facing failure is a PatchkeeperError: printed as one line,
+mapped to its exit code.
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ from typing import NoReturn
 
 import click
 
-from patchkeeper import __version__, exitcodes
-from patchkeeper.errors import PatchkeeperError
+from patchkeeper import __version__
 
 # name -> module under patchkeeper.commands that defines `command`
 COMMANDS: dict[str, str] = {
@@ -36,6 +37,32 @@ COMMANDS: dict[str, str] = {
     "fleet": "fleet",
 }
 
+# name -> the first line of its help, for `patchkeeper --help` without importing every
+# command module (tests/test_check_ci.py keeps them equal to the commands' own). A command
+# missing here is imported to get its summary.
+SUMMARIES: dict[str, str] = {
+    "status": "Show each patch's outcome against the install's current work tree.",
+    "apply": "Apply every patch that applies; report the rest.",
+    "unapply": "Remove what patchkeeper wrote (all patches, or the NAMES given).",
+    "check": "Show the outcome of every patch against each ref, touching nothing.",
+    "lint": "Check series, headers, specifiers, variants, diffs and paths of a patch set.",
+    "record": "Capture the current changes to PATHs as patch NAME and add it to series.",
+    "refresh": "Rewrite patch NAME (the variant for the current version) from the work tree.",
+    "demo": "Build a practice upstream and walk through status, apply, check and update.",
+    "audit": "Check the cron ledger for jobs that silently did not run.",
+    "update": (
+        "Run the upstream update ([update] command, plus ARGS after `--`) keeping the patches."
+    ),
+    "leftovers": (
+        "List what updates left behind (parked stashes, autostash files, unmerged paths, edits "
+        "patchkeeper could not restore), or show, restore or drop one by ID."
+    ),
+    "recover": "Bring the install to a consistent state after an update was interrupted.",
+    "smoke": "Run behavioural smoke checks against the install with its own interpreter.",
+    "doctor": "Say whether the install is safe to update unattended; exit 0 only when all hold.",
+    "fleet": "Roll an upstream update out to many installs with Ansible, and report on it.",
+}
+
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -54,6 +81,25 @@ class LazyGroup(click.Group):
             raise
         return module.command
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Click's own command list, from SUMMARIES rather than the imported commands."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            summary = SUMMARIES.get(name)
+            if summary is None:
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                rows.append((name, command.get_short_help_str(limit)))
+            else:
+                rows.append((name, click.utils.make_default_short_help(summary, limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="patchkeeper")
@@ -66,10 +112,17 @@ def cli() -> None:
     """
 
 
+def _wants_json(argv: list[str]) -> bool:
+    from itertools import pairwise
+
+    pairs = pairwise(argv)
+    return "--json" in argv or "--format=json" in argv or ("--format", "json") in pairs
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    """One line on stderr; for --json callers also one document on stdout."""
+    """One line on stderr; for JSON callers also one document on stdout."""
     click.echo(f"patchkeeper: {message}", err=True)
-    if "--json" in sys.argv:
+    if _wants_json(sys.argv):
         from patchkeeper.report import emit_json
 
         command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
@@ -80,21 +133,24 @@ def _fail(message: str, code: int) -> NoReturn:
 def main() -> None:
     try:
         code = cli.main(standalone_mode=False)
-    except PatchkeeperError as exc:
-        _fail(f"error: {exc}", exc.exit_code)
     except click.exceptions.Abort:
-        _fail("aborted", exitcodes.INTERNAL)
+        _fail("aborted", 1)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exitcodes.USAGE)
+        sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # a bug: still one line and exit 1, unless asked for the traceback
-        if os.environ.get("PATCHKEEPER_DEBUG"):
+    except Exception as exc:
+        from patchkeeper import exitcodes
+        from patchkeeper.errors import PatchkeeperError
+
+        if isinstance(exc, PatchkeeperError):
+            _fail(f"error: {exc}", exc.exit_code)
+        if os.environ.get("PATCHKEEPER_DEBUG"):  # a bug: one line and exit 1, unless asked
             raise
         _fail(
             f"internal error: {type(exc).__name__}: {exc} "
             "(a bug; PATCHKEEPER_DEBUG=1 shows the traceback)",
             exitcodes.INTERNAL,
         )
-    sys.exit(code if isinstance(code, int) else exitcodes.OK)
+    sys.exit(code if isinstance(code, int) else 0)

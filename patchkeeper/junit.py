@@ -28,12 +28,15 @@ def _case(suite: ET.Element, report: RefReport, result: PatchResult) -> None:
         ET.SubElement(case, "system-out").text = text
 
 
-def write_junit(reports: list[RefReport], path: Path) -> None:
+def junit_xml(reports: list[RefReport]) -> bytes:
+    """The whole JUnit XML document."""
     suites = ET.Element("testsuites", name="patchkeeper check")
     for report in reports:
         failed = [r for r in report.results if r.outcome in oc.FAILED or r.needs_a_person]
         skipped = [
-            r for r in report.results if r.outcome in (oc.NOT_APPLICABLE, oc.UPSTREAM_HAS_IT)
+            r
+            for r in report.results
+            if r.outcome in (oc.NOT_APPLICABLE, oc.UPSTREAM_HAS_IT) and not r.needs_a_person
         ]
         suite = ET.SubElement(
             suites,
@@ -46,4 +49,8 @@ def write_junit(reports: list[RefReport], path: Path) -> None:
         for result in report.results:
             _case(suite, report, result)
     ET.indent(suites)
-    path.write_bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n")
+    return ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def write_junit(reports: list[RefReport], path: Path) -> None:
+    path.write_bytes(junit_xml(reports))

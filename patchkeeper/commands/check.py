@@ -1,47 +1,79 @@
-"""`patchkeeper check --ref REF ...`: how every patch would fare on each ref."""
+"""`patchkeeper check`: how every patch would fare on each ref, touching nothing.
+
+Refs come from `--ref` (each as given), `--tags GLOB` and `--since VERSION` (tags, ordered by
+version); `--fetch` brings the remote's tags and branches first. `--format` says what comes
+out: a text table (the matrix, or for many refs a compact table that fits 100 columns), one
+JSON document, JUnit XML, or GitHub annotations with a step summary.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import click
 
-from patchkeeper.checking import RefReport, check_refs
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
-from patchkeeper.errors import UserError
-from patchkeeper.report import emit_json, outcome_word, patch_json, patch_lines
-from patchkeeper.verdict import tree_exit_code
+from patchkeeper.commands.common import install_option, patches_option
+
+FORMATS = ("text", "json", "junit", "github")
 
 
-def render_table(reports: list[RefReport]) -> None:
-    names = [r.name for r in reports[0].results] if reports else []
-    width = max([len(n) for n in names] + [5])
-    columns = [max(len(report.ref), 16) for report in reports]
-    header = f"{'patch':<{width}}  " + "  ".join(
-        f"{r.ref:<{w}}" for r, w in zip(reports, columns, strict=True)
-    )
-    click.echo(header)
-    click.echo(
-        f"{'':<{width}}  "
-        + "  ".join(f"{r.version!s:<{w}}" for r, w in zip(reports, columns, strict=True))
-    )
-    for row, name in enumerate(names):
-        cells = [
-            outcome_word(r.results[row].outcome) + " " * (w - len(r.results[row].outcome))
-            for r, w in zip(reports, columns, strict=True)
-        ]
-        click.echo(f"{name:<{width}}  " + "  ".join(cells).rstrip())
-    for report in reports:
-        details = [r for r in report.results if r.offsets or r.conflicts or r.merged_files]
-        if details:
-            click.echo(f"\n{report.ref} ({report.commit[:12]}):")
-            for result in details:
-                for line in patch_lines(result):
-                    click.echo(line)
+class PEP440(click.ParamType):
+    name = "version"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return Version(str(value))
+        except InvalidVersion:
+            self.fail(f"{value!r} is not a PEP 440 version (say 0.21 or 0.21.5)", param, ctx)
+
+
+def render_table(reports) -> None:  # type: ignore[no-untyped-def]
+    """The text report (used by `demo` too)."""
+    from patchkeeper.check_report import render_text
+    from patchkeeper.report import use_colour
+
+    for line in render_text(reports, colour=use_colour()):
+        click.echo(line)
 
 
 @click.command("check")
-@click.option("--ref", "refs", multiple=True, required=True, help="A ref to check (repeatable).")
+@click.option("--ref", "refs", multiple=True, help="A ref to check (repeatable).")
+@click.option(
+    "--tags",
+    "tag_globs",
+    multiple=True,
+    metavar="GLOB",
+    help="Check every tag matching GLOB (repeatable; `*` matches `/` too), in version order.",
+)
+@click.option(
+    "--since",
+    type=PEP440(),
+    default=None,
+    help="Only tags whose name is a version >= this (with no --tags: every such tag).",
+)
+@click.option(
+    "--fetch",
+    "fetch_remote",
+    is_flag=False,
+    flag_value="origin",
+    default=None,
+    metavar="[REMOTE]",
+    help="Fetch REMOTE's tags and branches first (default origin); HEAD, branches and the "
+    "work tree do not move.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="text (default), json, junit (XML on stdout), or github (annotations on the patch "
+    "files, and a step summary when GITHUB_STEP_SUMMARY is set).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option(
     "--junit",
     "junit_path",
@@ -49,32 +81,79 @@ def render_table(reports: list[RefReport]) -> None:
     default=None,
     help="Also write the results as JUnit XML to this file, for CI.",
 )
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress on stderr (default: only on a terminal, and only after a second).",
+)
 @install_option
 @patches_option
-@json_option
 def command(
     refs: tuple[str, ...],
+    tag_globs: tuple[str, ...],
+    since,  # type: ignore[no-untyped-def]
+    fetch_remote: str | None,
+    output_format: str | None,
+    as_json: bool,
     junit_path: Path | None,
+    progress: bool | None,
     install_path: Path | None,
     patches_dir: Path | None,
-    as_json: bool,
 ) -> int:
-    """Show the outcome of every patch against each REF, touching nothing.
+    """Show the outcome of every patch against each ref, touching nothing.
 
-    Use it in CI against each new upstream tag, or before an update against the fetched
-    upstream branch. Exit 3 when a patch would conflict or is invalid on any ref.
+    Refs are each --ref, and the tags --tags and --since select (in version order). Use it in
+    CI against each new upstream tag, or before an update against the fetched upstream
+    branch. Exit 3 when a patch would conflict or is invalid on any ref; 5 when one could
+    not be judged (unknown version) or --fetch failed; 2 when nothing matches.
 
     \b
     Example:
       patchkeeper check --ref v0.22.0 --ref origin/main --json
-      patchkeeper check --ref "$NEW_TAG" --junit patchkeeper.xml    # in CI
+      patchkeeper check --fetch --tags 'v*' --since 0.21 --format github    # in CI
+      patchkeeper check --ref "$NEW_TAG" --junit patchkeeper.xml
     """
+    from patchkeeper.errors import UserError
+
+    if as_json and output_format not in (None, "json"):
+        raise click.UsageError("--json and --format are two ways to say one thing: give one")
+    output = "json" if as_json else output_format or "text"
+    if not (refs or tag_globs or since is not None):
+        raise click.UsageError("say which refs: --ref REF, --tags GLOB or --since VERSION")
     if junit_path is not None and not junit_path.parent.is_dir():
         raise UserError(f"{junit_path.parent}: no such folder for --junit")
+
+    from patchkeeper import checking
+    from patchkeeper.progress import Progress
+    from patchkeeper.verdict import tree_exit_code
+    from patchkeeper.workspace import open_workspace
+
     workspace = open_workspace(install_path, patches_dir)
-    reports = check_refs(
-        workspace.install.path, workspace.patch_set, refs, workspace.settings.version_file
-    )
+    repo = workspace.install.path
+    if fetch_remote is not None:
+        checking.fetch(repo, fetch_remote)
+    chosen = list(dict.fromkeys(refs))
+    if tag_globs or since is not None:
+        tags = checking.select_tags(repo, tag_globs, since)
+        if not tags:
+            what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
+            floor = f", version >= {since}" if since is not None else ""
+            raise UserError(
+                f"{repo}: no tag matches {what}{floor} (fetch them with --fetch, or see "
+                f"`git -C {repo} tag --list`)"
+            )
+        chosen += [tag for tag in tags if tag not in chosen]
+    meter = Progress("check", len(chosen), "refs", enabled=progress)
+    try:
+        reports = checking.check_refs(
+            repo,
+            workspace.patch_set,
+            chosen,
+            workspace.settings.version_file,
+            progress=lambda done, total, ref: meter.update(done, ref),
+        )
+    finally:
+        meter.close()
     code = tree_exit_code(
         [r for report in reports for r in report.results], pending_needs_attention=False
     )
@@ -82,27 +161,60 @@ def command(
         from patchkeeper.junit import write_junit
 
         write_junit(reports, junit_path)
-    if as_json:
-        emit_json(
-            "check",
-            code,
-            patch_set=workspace.patch_set_label,
-            targets=[
-                {
-                    "ref": r.ref,
-                    "commit": r.commit,
-                    "version": str(r.version.version) if r.version.version else None,
-                    "patches": [patch_json(p) for p in r.results],
-                }
-                for r in reports
-            ],
-            patches=[
-                {"name": p.name, "outcome": p.outcome, "ref": r.ref}
-                for r in reports
-                for p in r.results
-            ],
-        )
+    label = workspace.patch_set_label
+    if output == "json":
+        _emit_json(reports, code, label, tag_globs, since, fetch_remote)
+    elif output == "junit":
+        from patchkeeper.junit import junit_xml
+
+        sys.stdout.buffer.write(junit_xml(reports))
+        sys.stdout.flush()
+    elif output == "github":
+        _emit_github(reports, workspace.patch_set, label)
     else:
         render_table(reports)
-        click.echo(f"patch set: {workspace.patch_set_label}")
+        click.echo(f"patch set: {label}")
     return code
+
+
+def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  # type: ignore[no-untyped-def]
+    from patchkeeper.report import emit_json, patch_json
+
+    emit_json(
+        "check",
+        code,
+        patch_set=label,
+        selection={
+            "tags": list(tag_globs),
+            "since": str(since) if since is not None else None,
+            "fetched": fetch_remote,
+        },
+        targets=[
+            {
+                "ref": r.ref,
+                "commit": r.commit,
+                "version": str(r.version.version) if r.version.version else None,
+                "patches": [patch_json(p) for p in r.results],
+            }
+            for r in reports
+        ],
+        patches=[
+            {"name": p.name, "outcome": p.outcome, "ref": r.ref} for r in reports for p in r.results
+        ],
+    )
+
+
+def _emit_github(reports, patch_set, label: str) -> None:  # type: ignore[no-untyped-def]
+    """The text report for the log, an annotation per failing hunk, and the step summary."""
+    from patchkeeper.annotations import annotations
+    from patchkeeper.check_report import markdown_summary, render_text
+
+    for line in render_text(reports, colour=False):
+        click.echo(line)
+    click.echo(f"patch set: {label}")
+    for note in annotations(reports, patch_set):
+        click.echo(note.command())
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(markdown_summary(reports, label))
