@@ -3,7 +3,8 @@
 The findings: the install and its interpreter are found; git is not in the middle of a merge
 and holds no leftovers; the patch set lints; every patch is in place; the timeout budget the
 smoke checks read from the install holds (asked with `--probe`, which only reads); the last
-update finished well. Nothing here writes to the install. A finding that could not be checked
+update finished well. Nothing here writes to the install's work tree (the probes' scratch
+HOME is under .git/patchkeeper/smoke/, removed afterwards). A finding that could not be checked
 is not ok: "could not check" never reads as healthy.
 """
 
@@ -23,6 +24,7 @@ from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.install import Install, install_version, open_install, operation_in_progress
 from patchkeeper.instants import parse_instant
 from patchkeeper.leftovers import find_leftovers
+from patchkeeper.outcomes import PatchResult
 from patchkeeper.patching import worktree_status
 from patchkeeper.patchset import PatchSet, inspect_patch_set
 from patchkeeper.processes import run_in_group
@@ -48,6 +50,7 @@ class Finding:
 class DoctorReport:
     install_path: Path
     findings: list[Finding]
+    patches: list[PatchResult] = field(default_factory=list)  # how each stands (`status`)
 
     @property
     def exit_code(self) -> int:
@@ -136,9 +139,11 @@ def lint_finding(patch_set: PatchSet, problems: list[str]) -> Finding:
     return Finding("patch set", True, f"{patch_set.root}: {count} patch(es), lints clean")
 
 
-def patches_finding(context: _Context) -> Finding:
+def patches_finding(context: _Context, seen: list[PatchResult] | None = None) -> Finding:
     report = worktree_status(context.install, context.settings, context.patch_set)
     results = report.results
+    if seen is not None:
+        seen.extend(results)
     details = [f"{r.name}: {r.outcome}" + (f" ({r.detail})" if r.detail else "") for r in results]
     ok = tree_exit_code(results, pending_needs_attention=True) == exitcodes.OK
     in_place = sum(1 for r in results if r.in_place)
@@ -328,13 +333,14 @@ def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
         findings.append(lint_finding(patch_set, problems))
         return DoctorReport(where, findings)
     context = _Context(settings, patch_set, install)
+    patches: list[PatchResult] = []
     findings += [
         _guarded("install", lambda: install_finding(install, settings)),
         _guarded("interpreter", lambda: interpreter_finding(install, settings)),
         _guarded("git state", lambda: git_state_finding(install, patch_set)),
         lint_finding(patch_set, problems),
-        _guarded("patches", lambda: patches_finding(context)),
+        _guarded("patches", lambda: patches_finding(context, patches)),
         _guarded("timeout budget", lambda: budget_finding(context)),
         _guarded("last update", lambda: last_update_finding(install)),
     ]
-    return DoctorReport(install.path, findings)
+    return DoctorReport(install.path, findings, patches)

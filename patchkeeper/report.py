@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import sys
@@ -89,8 +90,59 @@ def leftover_json(item: Leftover) -> dict[str, Any]:
     }
 
 
+# Every document of a command has the same top-level keys, whatever happened: a run that
+# stopped on an error carries each key too, empty, so automation that reads
+# `install.head_before` or `patches` from whatever came back never meets a missing key. Such a
+# document has one key more, `error` (why it stopped): its presence is the sign of an error
+# (the fleet playbook tests `doc.error is defined`). Each command's keys beyond `schema`,
+# `command` and `exit_code`, with the value an error document gets; `leftovers restore` and
+# `leftovers drop` share the keys of `leftovers`.
+_TREE_INSTALL = {"path": None, "version": None, "version_source": None, "head": None}
+_UPDATE_INSTALL = {
+    "path": None, "head_before": None, "head_after": None,
+    "version_before": None, "version_after": None,
+}  # fmt: skip
+_TREE = {"install": _TREE_INSTALL, "patch_set": None, "patches": [], "notes": []}
+_UPDATE = {
+    "run": None, "finished": False, "update_done": False, "not_done": None,
+    "rolled_back": False, "retry": None, "install": _UPDATE_INSTALL, "patch_set": None,
+    "phases": [], "preview": None, "preview_fetch": None, "upstream": None, "leftovers": [],
+    "patches": [], "restore": None, "smoke": None, "post": [], "attention": [], "notes": [],
+}  # fmt: skip
+_AUDIT = {
+    "home": None, "ledger": None, "jobs_file": None, "now": None, "stuck_after_seconds": None,
+    "days": None, "day_zone": None, "executions_read": 0, "jobs_read": 0, "checked": [],
+    "unchecked": [], "anomalies": 0, "never_started": [], "green_but_failing": [], "stuck": [],
+    "per_day": [], "patches": [],
+}  # fmt: skip
+_LEFTOVERS = {
+    "leftovers": [], "updater_backups": [], "leftover": None, "clean": None, "written": [],
+    "conflicts": [], "backup_ref": None, "undo": None, "patches": [],
+}  # fmt: skip
+DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
+    "status": _TREE,
+    "apply": _TREE,
+    "unapply": _TREE,
+    "record": _TREE,
+    "refresh": _TREE,
+    "check": {"patch_set": None, "selection": None, "targets": [], "patches": []},
+    "lint": {"patch_set": None, "problems": [], "patches": []},
+    "smoke": {"install": None, "patch_set": None, "python": None, "checks": [], "patches": []},
+    "doctor": {"install": None, "findings": [], "patches": []},
+    "update": _UPDATE,
+    "recover": {"direction": None, "meaning": None, "actions": [], **_UPDATE},
+    "leftovers": _LEFTOVERS,
+    "audit": _AUDIT,
+    "demo": {"sandbox": None, "steps": [], **_UPDATE},
+}
+
+
 def emit_json(command: str, exit_code: int, **fields: Any) -> None:
-    document = {"schema": SCHEMA, "command": command, "exit_code": exit_code, **fields}
+    """One document on stdout: `schema`, `command`, `exit_code`, then the command's keys
+    (DOCUMENT_KEYS), all present in every document; `error` too when the run stopped on one."""
+    document: dict[str, Any] = {"schema": SCHEMA, "command": command, "exit_code": exit_code}
+    document.update(copy.deepcopy(DOCUMENT_KEYS.get(command.split(" ")[0], {})))
+    document.update(fields)
     click.echo(json.dumps(document, indent=2, default=str))
 
 

@@ -256,11 +256,13 @@ class UpdateOptions:
     timeout: float | None = None
     preview: str | None = None
     force: bool = False
-    as_json: bool = False  # progress and upstream output then go to stderr
+    as_json: bool = False
 
 
 def _sink(as_json: bool) -> BinaryIO:
-    return sys.stderr.buffer if as_json else sys.stdout.buffer
+    """Progress and the updater's output go to stderr, in text mode too: stdout carries only
+    the report (or the JSON document), never mixed with them."""
+    return sys.stderr.buffer
 
 
 class UpdateRun:

@@ -6,6 +6,7 @@ The helpers here (box, pk, pk_json, ...) are shared by the other update/leftover
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -142,9 +143,10 @@ def test_update_text_report_streams_upstream_output_after_a_phase_line(box: Sand
     box.publish("v0.22.0")
     proc = pk(box, "update")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    assert out.index("[4/10] upstream") < out.index("Code updated") < out.index("[5/10]")
+    err, out = proc.stderr, proc.stdout  # progress and the updater's output: stderr (item 15)
+    assert err.index("[4/10] upstream") < err.index("Code updated") < err.index("[5/10]")
     assert "smoke: not configured" in out and "applied-offset" in out
+    assert "[4/10]" not in out and "Code updated" not in out
 
 
 def test_update_to_a_conflicting_version_reports_file_and_hunk_exit_3(box: Sandbox) -> None:
@@ -310,7 +312,9 @@ def test_preview_stops_before_touching_anything_unless_forced(box: Sandbox) -> N
 def test_preview_of_an_unknown_ref_is_a_one_line_error(box: Sandbox) -> None:
     proc = pk(box, "update", "--preview", "no-such-ref")
     assert proc.returncode == 2 and "no-such-ref" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+    *progress, error = proc.stderr.strip().splitlines()  # phase lines go to stderr (item 15)
+    assert error.startswith("patchkeeper: error: ") and "no-such-ref" in error
+    assert all(re.match(r"patchkeeper: \[\d+/10\] ", line) for line in progress), progress
     assert not journal_file(box).exists()
 
 

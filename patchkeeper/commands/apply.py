@@ -55,7 +55,7 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
     if any(note.startswith("leftover ") for note in report.notes):
         code = exitcodes.worst(code, exitcodes.ATTENTION)
     if as_json:
-        emit_json("apply", code, **tree_json(report), notes=report.notes)
+        emit_json("apply", code, **tree_json(report))
         return code
     render_tree(report, "apply")
     written = [r.name for r in report.results if r.outcome in oc.WRITES]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -11,6 +10,7 @@ import click
 
 from patchkeeper import audit as audit_domain
 from patchkeeper.render_audit import render_text, to_dict
+from patchkeeper.report import emit_json
 
 _DURATION_PART = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -80,7 +80,10 @@ def command(
         audit_domain.resolve_home(home, profile), stuck_after=stuck_after, days=days
     )
     if as_json:
-        click.echo(json.dumps(to_dict(result), indent=2))
+        document = to_dict(result)
+        for key in ("schema", "command", "exit_code"):
+            document.pop(key)
+        emit_json("audit", result.exit_code, **document, patches=[])  # audit judges no patch
     else:
         click.echo(render_text(result), nl=False)
     return result.exit_code

@@ -10,7 +10,7 @@ import click
 from patchkeeper.bundled import bundled_patches
 from patchkeeper.commands.common import install_option, json_option, patches_option
 from patchkeeper.doctor import DoctorReport, diagnose
-from patchkeeper.report import emit_json, paint
+from patchkeeper.report import emit_json, paint, patch_json
 
 
 def render(report: DoctorReport) -> None:
@@ -51,7 +51,13 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     report = diagnose(install_path, (patches_dir or bundled_patches()).expanduser())
     if as_json:
         findings = [asdict(f) for f in report.findings]
-        emit_json("doctor", report.exit_code, install=str(report.install_path), findings=findings)
+        emit_json(
+            "doctor",
+            report.exit_code,
+            install=str(report.install_path),
+            findings=findings,
+            patches=[patch_json(result) for result in report.patches],
+        )
     else:
         render(report)
     return report.exit_code

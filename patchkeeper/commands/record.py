@@ -7,9 +7,36 @@ from pathlib import Path
 import click
 
 from patchkeeper.authoring import record_patch
-from patchkeeper.commands.common import install_option, open_workspace, patches_option, wait_option
-from patchkeeper.install import install_version
-from patchkeeper.workspace import locked_for_writing
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    open_workspace,
+    patches_option,
+    wait_option,
+)
+from patchkeeper.install import Install, install_version
+from patchkeeper.report import emit_json
+from patchkeeper.version import VersionInfo
+from patchkeeper.workspace import Workspace, locked_for_writing
+
+
+def written_json(
+    command: str, workspace: Workspace, version: VersionInfo, name: str, path: Path, word: str
+) -> None:
+    """The document of `record` and `refresh`: the patch file written, as a one-patch report
+    with the keys of `status` (outcome RECORDED or REFRESHED: it is in place, recorded)."""
+    from patchkeeper.commands.status import install_json
+
+    install: Install = workspace.install
+    variant = str(path.relative_to(workspace.patch_set.root))
+    emit_json(
+        command,
+        0,
+        install=install_json(install, version, install.head()),
+        patch_set=workspace.patch_set_label,
+        patches=[{"name": name, "outcome": word, "variant": variant, "file": str(path)}],
+        notes=[],
+    )
 
 
 @click.command("record")
@@ -19,6 +46,7 @@ from patchkeeper.workspace import locked_for_writing
 @install_option
 @patches_option
 @wait_option
+@json_option
 def command(
     name: str,
     paths: tuple[str, ...],
@@ -26,6 +54,7 @@ def command(
     install_path: Path | None,
     patches_dir: Path | None,
     wait: float,
+    as_json: bool,
 ) -> int:
     """Capture the current changes to PATHs as patch NAME and add it to series.
 
@@ -44,5 +73,8 @@ def command(
         written = record_patch(
             workspace.install, workspace.patch_set, version, name, paths, message
         )
-    click.echo(f"recorded {written} and added it to series")
+    if as_json:
+        written_json("record", workspace, version, name, written, "recorded")
+    else:
+        click.echo(f"recorded {written} and added it to series")
     return 0

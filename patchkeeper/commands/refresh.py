@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from patchkeeper.authoring import refresh_patch
-from patchkeeper.commands.common import install_option, open_workspace, patches_option, wait_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    open_workspace,
+    patches_option,
+    wait_option,
+)
+from patchkeeper.commands.record import written_json
 from patchkeeper.install import install_version
 from patchkeeper.workspace import locked_for_writing
 
@@ -17,7 +24,10 @@ from patchkeeper.workspace import locked_for_writing
 @install_option
 @patches_option
 @wait_option
-def command(name: str, install_path: Path | None, patches_dir: Path | None, wait: float) -> int:
+@json_option
+def command(
+    name: str, install_path: Path | None, patches_dir: Path | None, wait: float, as_json: bool
+) -> int:
     """Rewrite patch NAME (the variant for the current version) from the work tree.
 
     Typical use: `apply` reported a conflict; edit the files by hand until the fix is right
@@ -32,5 +42,8 @@ def command(name: str, install_path: Path | None, patches_dir: Path | None, wait
     with locked_for_writing(workspace, "refresh", wait):
         version = install_version(workspace.install, workspace.settings)
         written = refresh_patch(workspace.install, workspace.patch_set, version, name)
-    click.echo(f"refreshed {written}")
+    if as_json:
+        written_json("refresh", workspace, version, name, written, "refreshed")
+    else:
+        click.echo(f"refreshed {written}")
     return 0

@@ -10,7 +10,8 @@ import click
 
 from patchkeeper import smoke
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
-from patchkeeper.report import emit_json, paint
+from patchkeeper.report import emit_json, paint, patch_json
+from patchkeeper.workspace import Workspace
 
 _WORDS = {
     smoke.PASS: ("pass", "green"),
@@ -94,7 +95,30 @@ def command(
         workspace.install, workspace.settings, workspace.patch_set, names, progress
     )
     if as_json:
-        emit_json("smoke", report.exit_code, **report_json(report))
+        emit_json(
+            "smoke",
+            report.exit_code,
+            install=str(workspace.install.path),
+            patch_set=workspace.patch_set_label,
+            **report_json(report),
+            patches=patches_json(workspace),
+        )
     else:
         render(report)
     return report.exit_code
+
+
+def patches_json(workspace: Workspace) -> list[dict[str, Any]]:
+    """How each patch stands in the work tree (as `status` says), with the checks its `Smoke:`
+    header names: which fix each check proves, and whether that fix is there to prove."""
+    from patchkeeper.patching import worktree_status
+
+    tree = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
+    root = workspace.patch_set.root
+    documents = []
+    for result in tree.results:
+        patch = workspace.patch_set.by_name(result.name)
+        chosen = root / result.variant if result.variant else None
+        named = [n for v in (patch.variants if patch else ()) if v.path == chosen for n in v.smoke]
+        documents.append({**patch_json(result), "smoke": named})
+    return documents

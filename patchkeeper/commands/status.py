@@ -9,11 +9,13 @@ import click
 from patchkeeper import exitcodes, nextstep
 from patchkeeper import journal as jr
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.install import Install
 from patchkeeper.leftovers import find_leftovers, note_leftovers
 from patchkeeper.patching import TreeReport, worktree_status
 from patchkeeper.report import emit_json, patch_json, patch_lines
 from patchkeeper.update import UpdateOptions, retry_command
 from patchkeeper.verdict import tree_exit_code
+from patchkeeper.version import VersionInfo
 from patchkeeper.workspace import Workspace
 
 
@@ -34,16 +36,21 @@ def render_tree(report: TreeReport, title: str) -> None:
         click.echo(f"note: {note}")
 
 
+def install_json(install: Install, version: VersionInfo, head: str | None) -> dict:
+    return {
+        "path": str(install.path),
+        "version": str(version.version) if version.version else None,
+        "version_source": version.source,
+        "head": head,
+    }
+
+
 def tree_json(report: TreeReport) -> dict:
     return {
-        "install": {
-            "path": str(report.install.path),
-            "version": str(report.version.version) if report.version.version else None,
-            "version_source": report.version.source,
-            "head": report.head,
-        },
+        "install": install_json(report.install, report.version, report.head),
         "patch_set": report.patch_set,
         "patches": [patch_json(r) for r in report.results],
+        "notes": report.notes,
     }
 
 
@@ -117,7 +124,7 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     if report.notes:
         code = exitcodes.worst(code, exitcodes.ATTENTION)
     if as_json:
-        emit_json("status", code, **tree_json(report), notes=report.notes)
+        emit_json("status", code, **tree_json(report))
     else:
         render_tree(report, "status")
     return code
