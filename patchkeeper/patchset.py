@@ -30,6 +30,7 @@ MAX_PATCH_BYTES = 16 << 20
 MAX_SMALL_FILE_BYTES = 1 << 20  # series, patchkeeper.toml
 SMOKE_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a file in smoke/, no path
 SYMLINK_MODE = "120000"
+_NAME_MAX, _PATH_MAX = 255, 4000  # what file systems take: longer is not a path to write
 
 DEP3_FIELDS = {
     "description", "subject", "origin", "bug", "forwarded", "author", "from", "reviewed-by",
@@ -244,6 +245,10 @@ def unsafe_path(path: str) -> str | None:
         return "path leaves the tree ('..')"
     if any(part.lower() == ".git" for part in parts):
         return "path inside .git/"
+    if any(len(part.encode(errors="surrogateescape")) > _NAME_MAX for part in parts):
+        return f"a file name longer than {_NAME_MAX} bytes"
+    if len(path.encode(errors="surrogateescape")) > _PATH_MAX:
+        return f"a path longer than {_PATH_MAX} bytes"
     return None
 
 
