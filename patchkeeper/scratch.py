@@ -188,6 +188,42 @@ def open_scratch(repo: Path, scratch: Scratch, *, private_objects: bool) -> Scra
     return ScratchIndex(repo, scratch.path / "index", objects=objects)
 
 
+def ref_paths_tree(repo: Path, ref: str, paths: Iterable[str]) -> str:
+    """A tree of REF's content of PATHS only (written to REPO's object store)."""
+    with scratch_index(repo) as index:
+        index.load_ref(ref, paths)
+        return index.write_tree()
+
+
+def worktree_paths_tree(repo: Path, paths: Iterable[str]) -> str:
+    """A tree of the work tree's content of PATHS only, as `git add` takes it (clean filters,
+    modes, symlinks; ignored files too: they were named), written to REPO's object store.
+    Only those paths are read: no whole-tree scan."""
+    present = sorted({p for p in paths if os.path.lexists(repo / p)})
+    with scratch_index(repo) as index:
+        if present:
+            env = {**index.env, "GIT_LITERAL_PATHSPECS": "1"}
+            git.run(
+                ["add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                repo,
+                env=env,
+                stdin="\0".join(present).encode(errors="surrogateescape"),
+            )
+        return index.write_tree()
+
+
+def plain_index(index_file: Path) -> bool:
+    """Whether INDEX_FILE is a version 2 index, whose entries cannot carry extended flags
+    (intent-to-add, skip-worktree): one whose tree is HEAD's is then all `git reset` makes
+    of it, stat data aside."""
+    try:
+        with open(index_file, "rb") as handle:
+            header = handle.read(8)
+    except OSError:
+        return False
+    return header[:4] == b"DIRC" and int.from_bytes(header[4:8], "big") == 2
+
+
 def tree_diff(repo: Path, old: str, new: str, paths: Iterable[str] = ()) -> bytes:
     """The exact diff between two (partial) trees, with full blob ids for later 3-way use;
     limited to PATHS when given."""

@@ -43,7 +43,12 @@ from patchkeeper.lock import InstallLock
 from patchkeeper.patching import TreeReport, apply_patches, worktree_status
 from patchkeeper.processes import run_in_group
 from patchkeeper.rollback import STATE_BACKUP, roll_back_tree
-from patchkeeper.scratch import scratch_index
+from patchkeeper.scratch import (
+    plain_index,
+    ref_paths_tree,
+    scratch_index,
+    worktree_paths_tree,
+)
 from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
@@ -414,7 +419,8 @@ class UpdateRun:
         if diff:
             git.run(["apply", "--whitespace=nowarn", "-"], self.install.path, stdin=diff)
         jr.checkpoint("3.4")
-        git.run(["reset", "-q"], self.install.path)
+        if index_dirty.returncode != 0 or not plain_index(self.install.git_dir / "index"):
+            git.run(["reset", "-q"], self.install.path)  # else the index is HEAD's already
         changed = lo.changed_paths(self.install.path, head_tree, edits_tree)
         kept = f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
         return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
@@ -439,14 +445,18 @@ class UpdateRun:
         order = [p.name for p in self.ws.patch_set.patches]
         order += sorted(set(records) - set(order))
         not_reversed: dict[str, set[str]] = {}
+        names = [name for name in reversed(order) if name in records]
+        diffs = {name: written_diff(self.state_dir, records[name]) for name in names}
         with scratch_index(self.install.path) as index:
             index.read_tree(snapshot)
-            for name in reversed(order):
-                if name not in records:
-                    continue
-                diff = written_diff(self.state_dir, records[name])
-                if index.apply(diff, "--reverse").returncode != 0:
-                    not_reversed[name] = {path for path, _, _ in split_hunks(diff)}
+            # All in one `git apply` (latest first); one by one only when that fails.
+            whole = b"".join(diffs[name] for name in names)
+            if not all(d.endswith(b"\n") for d in diffs.values()) or (
+                whole and index.apply(whole, "--reverse").returncode != 0
+            ):
+                for name in names:
+                    if index.apply(diffs[name], "--reverse").returncode != 0:
+                        not_reversed[name] = {path for path, _, _ in split_hunks(diffs[name])}
             edits_tree = index.write_tree()
         head_tree = lo.tree_of(self.install.path, self.journal.old_head)
         changed = set(lo.changed_paths(self.install.path, head_tree, edits_tree))
@@ -631,11 +641,13 @@ class UpdateRun:
         if git.rev_parse(self.install.path, ref) is None:  # a resumed run restored them already
             return f"your edits were restored before ({ref} is gone)"
         base = self.journal.old_head
+        # Only the paths the edits ref holds are merged back: the rest of the work tree is
+        # neither read (no whole-tree `git add`) nor reached by the merge.
+        repo = self.install.path
+        paths = lo.changed_paths(repo, base, ref)
+        base_commit = lo.commit_tree(repo, ref_paths_tree(repo, base, paths), None, "base")
         preview = lo.merge_preview(
-            self.install.path,
-            base,
-            lo.worktree_tree(self.install),
-            lo.tree_of(self.install.path, ref),
+            repo, base_commit, worktree_paths_tree(repo, paths), ref_paths_tree(repo, ref, paths)
         )
         result.restored = lo.write_merge(self.install, preview)
         jr.checkpoint("7.1")

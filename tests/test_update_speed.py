@@ -1,0 +1,149 @@
+"""The update path asks git only what it needs: one whole-tree `git add` (the snapshot), no
+`git reset` when the index is HEAD's already, every recorded diff taken out in one `git apply`,
+`present_in_ref` only for a patch whose reverse check succeeds, and only the paths in the
+edits ref merged back. Each with the outcome it must keep."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchkeeper import patching
+from patchkeeper.config import load_settings
+from patchkeeper.install import open_install
+from patchkeeper.patchset import load_patch_set
+from tests.helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text
+
+LINES = "".join(f"line {n}\n" for n in range(1, 41))
+
+
+def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """An upstream with a release to update to, an install cloned from it, three patches."""
+    files = {f"f{n}.py": LINES.replace("line", f"f{n}") for n in range(5)}
+    upstream = make_repo(tmp_path / "upstream", files, tag="v1.0.0")
+    install = tmp_path / "install"
+    git(tmp_path, "clone", "-q", str(upstream), str(install))
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    names = []
+    for n in range(3):
+        text = files[f"f{n}.py"].replace(f"f{n} 20\n", f"f{n} 20 fixed\n")
+        (patches / f"fix{n}.patch").write_text(patch_text(diff_of(install, {f"f{n}.py": text})))
+        names.append(f"fix{n}.patch")
+    (patches / "series").write_text("\n".join(names) + "\n")
+    (patches / "patchkeeper.toml").write_text(
+        f'[install]\npath = "{install}"\n\n[update]\ncommand = ["git", "pull", "--ff-only", "-q"]\n'
+    )
+    changed = {"f0.py": "new 1\nnew 2\n" + files["f0.py"], "f4.py": files["f4.py"] + "more\n"}
+    commit_files(upstream, changed, "release", tag="v1.1.0")
+    return upstream, install, patches
+
+
+def pk(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patchkeeper", *map(str, args)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, **GIT_ID, "NO_COLOR": "1", **(env or {})},
+    )  # fmt: skip
+
+
+def traced(trace: Path, command: str) -> int:
+    pattern = re.compile(rf"trace: built-in: git {re.escape(command)}$")
+    return sum(1 for line in trace.read_text().splitlines() if pattern.search(line))
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["index-clean", "index-staged"])
+def test_update_reads_the_tree_once_resets_only_a_staged_index_reverses_once(
+    tmp_path: Path, staged: bool
+) -> None:
+    _, install, patches = setup(tmp_path)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    (install / "f3.py").write_text((install / "f3.py").read_text() + "mine\n")
+    (install / "notes.txt").write_text("untracked, mine\n")
+    if staged:
+        git(install, "add", "f3.py")
+    trace = tmp_path / "trace"
+    proc = pk("update", "--install", install, "--patches", patches, env={"GIT_TRACE": str(trace)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert traced(trace, "add -A -- .") == 1  # the snapshot; the merge-back reads 2 paths only
+    assert traced(trace, "reset -q") == (1 if staged else 0)
+    assert traced(trace, "apply --cached -v --reverse") == 1  # three records, one apply
+    assert git(install, "diff", "--cached", "--name-only") == ""  # the index is HEAD's
+    assert (install / "f3.py").read_text().endswith("mine\n")
+    assert (install / "notes.txt").read_text() == "untracked, mine\n"
+    assert "f0 20 fixed" in (install / "f0.py").read_text()
+    assert (install / "f4.py").read_text().endswith("more\n")
+    assert git(install, "diff", "--name-only").split() == ["f0.py", "f1.py", "f2.py", "f3.py"]
+    assert git(install, "ls-files", "--others").split() == ["notes.txt"]
+
+
+def test_a_drifted_record_falls_back_to_one_by_one_and_is_kept_with_the_edits(
+    tmp_path: Path,
+) -> None:
+    _, install, patches = setup(tmp_path)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    (install / "f1.py").write_text((install / "f1.py").read_text().replace("fixed", "by hand"))
+    trace = tmp_path / "trace"
+    env = {"GIT_TRACE": str(trace)}
+    proc = pk("update", "--install", install, "--patches", patches, "--json", env=env)
+    assert traced(trace, "apply --cached -v --reverse") == 1 + 3  # all at once, then each
+    document = json.loads(proc.stdout)
+    assert proc.returncode == 5
+    assert (
+        "fix1 was changed by hand since it was applied (f1.py): kept with your edits"
+        in (document["notes"])
+    )
+    assert "f0 20 fixed" in (install / "f0.py").read_text()
+    assert "f1 20 fixed" in (install / "f1.py").read_text()  # the fix, afresh
+    kept = document["restore"]
+    assert [k["path"] for k in kept["kept"]] == ["f1.py"]  # the hand edit, kept in its ref
+    assert "f1 20 by hand" in git(install, "show", f"{kept['ref']}:f1.py")
+
+
+def test_present_in_ref_is_asked_only_where_the_reverse_check_succeeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, install, patches = setup(tmp_path)
+    asked: list[str] = []
+    real = patching.present_in_ref
+
+    def counted(repo: Path, ref: str, variant) -> bool:  # type: ignore[no-untyped-def]
+        asked.append(variant.path.name)
+        return real(repo, ref, variant)
+
+    monkeypatch.setattr(patching, "present_in_ref", counted)
+    settings, patch_set = load_settings(patches), load_patch_set(patches)
+    report = patching.worktree_status(open_install(install), settings, patch_set)
+    assert [r.outcome for r in report.results] == ["pending"] * 3 and asked == []
+    # f2's fix, present but never recorded: now (and only now) whose content it is matters.
+    (install / "f2.py").write_text((install / "f2.py").read_text().replace("f2 20", "f2 20 fixed"))
+    report = patching.worktree_status(open_install(install), settings, patch_set)
+    assert [r.outcome for r in report.results][2] == "already-applied"
+    assert asked == ["fix2.patch"]
+
+
+def test_merge_back_touches_only_the_paths_in_the_edits_ref(tmp_path: Path) -> None:
+    """An edit merged back on top of the new release; a file the updater left changed
+    elsewhere is not read into the merge, nor written."""
+    _, install, patches = setup(tmp_path)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    (install / "f0.py").write_text((install / "f0.py").read_text() + "my tail\n")
+    updater = tmp_path / "updater.sh"
+    updater.write_text("#!/bin/sh\ngit pull --ff-only -q && echo 'left by the updater' > f3.py\n")
+    updater.chmod(0o755)
+    config = (patches / "patchkeeper.toml").read_text()
+    (patches / "patchkeeper.toml").write_text(
+        config.replace('["git", "pull", "--ff-only", "-q"]', f'["{updater}"]')
+    )
+    proc = pk("update", "--install", install, "--patches", patches, "--json")
+    assert '"restored": [\n      "f0.py"\n    ]' in proc.stdout, proc.stdout
+    text = (install / "f0.py").read_text()
+    assert text.startswith("new 1\nnew 2\n") and text.endswith("my tail\n")
+    assert "f0 20 fixed" in text
+    assert (install / "f3.py").read_text() == "left by the updater\n"
