@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from patchkeeper import outcomes as oc
+from patchkeeper.errors import one_line
 from patchkeeper.outcomes import PatchResult
 
 if TYPE_CHECKING:
@@ -149,11 +150,15 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
 def patch_lines(
     result: PatchResult, *, width: int = 24, indent: str = "  ", colour: bool = True
 ) -> list[str]:
-    """The lines that say how one patch stands: outcome, detail, offsets, failed hunks."""
+    """The lines that say how one patch stands: outcome, detail, offsets, failed hunks.
+
+    Each is one line: control characters the patch or git brought in (a vertical tab in an
+    expected line, an escape sequence in a file name) are escaped, never sent to the terminal.
+    """
     word = outcome_word(result.outcome) if colour else result.outcome
-    head = f"{indent}{result.name:<{width}} {word}"
+    head = f"{indent}{one_line(result.name):<{width}} {word}"
     if result.detail:
-        head += f"  ({result.detail})"
+        head += f"  ({one_line(result.detail)})"
     lines = [head]
     more = indent + "    "
     lines += [f"{more}{offset.file}: hunk #{offset.hunk} at line {offset.line}, "
@@ -170,4 +175,4 @@ def patch_lines(
             lines.append(f"{more}  expected upstream lines (none found nearby):")
             lines += [f"{more}  | {line}" for line in conflict.expected]
     lines += [f"{more}note: {note}" for note in result.notes]
-    return lines
+    return [lines[0], *map(one_line, lines[1:])]

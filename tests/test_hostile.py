@@ -157,6 +157,24 @@ def test_a_file_name_with_a_newline_is_escaped(repo: Path, tmp_path: Path) -> No
     assert "\x1b" not in line
 
 
+def test_lines_a_conflict_shows_from_a_patch_are_escaped(repo: Path, tmp_path: Path) -> None:
+    diff = (
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n"
+        " nowhere\x1b[2J upstream\n-gone\x0b line\n+new line\n"
+    )
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    proc = cli("status", "--install", repo, "--patches", patches)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "\x1b" not in proc.stdout and "\x0b" not in proc.stdout
+    assert "nowhere\\x1b[2J upstream" in proc.stdout
+
+
+def test_a_file_name_too_long_for_any_file_system_is_refused(repo: Path, tmp_path: Path) -> None:
+    diff = good_diff(repo).replace("app.py", "x" * 300 + ".py")
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    assert_every_command_refuses(repo, patches, "fix.patch", "longer than 255 bytes")
+
+
 # ---------------------------------------------------------------- 5. symlinks out of the tree
 
 
