@@ -103,8 +103,7 @@ def foreign_problem(install: Install, patch_set: PatchSet) -> str | None:
     source = f" from {remembered[0]}" if remembered else ""
     retire = nextstep.command("unapply", missing[0], install=install.path, patches=patch_set.root)
     use = (
-        "use that set: "
-        + nextstep.command("status", install=install.path, patches=remembered[0])
+        "use that set: " + nextstep.command("status", install=install.path, patches=remembered[0])
         if remembered
         else "pass the --patches they came from"
     )
