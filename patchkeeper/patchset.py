@@ -31,6 +31,7 @@ MAX_SMALL_FILE_BYTES = 1 << 20  # series, patchkeeper.toml
 SMOKE_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a file in smoke/, no path
 SYMLINK_MODE = "120000"
 _NAME_MAX, _PATH_MAX = 255, 4000  # what file systems take: longer is not a path to write
+_LINK_MAX = 4096  # a symlink's target, with its terminating NUL (PATH_MAX)
 
 DEP3_FIELDS = {
     "description", "subject", "origin", "bug", "forwarded", "author", "from", "reviewed-by",
@@ -584,11 +585,11 @@ def _plain_to_git(
     return b"\n".join(out), numbers, problems
 
 
-def _links(body: list[str]) -> list[tuple[int, str, str]]:
-    """(line, path, target) for each symlink the diff writes (mode 120000); the target is the
-    link's one line of content."""
+def _links(body: list[str]) -> list[tuple[int, str, list[str]]]:
+    """(line, path, content lines) for each symlink the diff writes (mode 120000): a link's
+    content, the lines its hunks add, is its target."""
     link_modes = (f"new file mode {SYMLINK_MODE}", f"new mode {SYMLINK_MODE}")
-    links: list[tuple[int, str, str]] = []
+    links: list[tuple[int, str, list[str]]] = []
     sections: list[list[tuple[int, str]]] = []
     for offset, line in enumerate(body):
         if line.startswith("diff --git "):
@@ -596,18 +597,33 @@ def _links(body: list[str]) -> list[tuple[int, str, str]]:
         if sections:
             sections[-1].append((offset, line))
     for section in sections:
-        (first, head), rest = section[0], section[1:]
-        header = [text for _, text in rest if not text.startswith(("+", "-", " ", "@@", "\\"))]
+        (first, head), rest = section[0], [text for _, text in section[1:]]
+        hunk = next((i for i, text in enumerate(rest) if text.startswith("@@")), len(rest))
         if not any(
             text in link_modes or (text.startswith("index ") and text.endswith(SYMLINK_MODE))
-            for text in header
+            for text in rest[:hunk]
         ):
             continue
         paths = git_line_paths(head[len("diff --git ") :])
-        added = [text[1:] for _, text in rest if text.startswith("+") and text[:4] != "+++ "]
+        added = [text[1:] for text in rest[hunk:] if text.startswith("+")]
         if paths:
-            links.append((first, paths[-1], added[0] if added else ""))
+            links.append((first, paths[-1], added))
     return links
+
+
+def _link_problem(link: str, content: list[str], outside_ok: bool) -> str | None:
+    """Why the symlink a patch writes at LINK with CONTENT is refused, or None."""
+    if len(content) != 1 or not content[0]:
+        return f"{link!r}: a symlink needs its target as one non-empty line of content"
+    if len(content[0].encode(errors="surrogateescape")) >= _LINK_MAX:
+        return f"{link!r}: a symlink target longer than {_LINK_MAX - 1} bytes"
+    leaves = link_leaves(link, content[0])
+    if leaves is not None and not outside_ok:
+        return (
+            f"{link!r}: a symlink that {leaves}; set [patches] allow_outside_symlinks = true "
+            "in patchkeeper.toml to allow it"
+        )
+    return None
 
 
 def link_leaves(link: str, target: str) -> str | None:
@@ -683,17 +699,9 @@ def parse_patch_file(
     body = [line.removesuffix("\r") for line in diff.decode(errors="surrogateescape").split("\n")]
     files, path_problems = _diff_paths(path, body, where)
     problems += path_problems
-    if not outside_links:
-        for line, link, target in _links(body):
-            if (leaves := link_leaves(link, target)) is not None:
-                problems.append(
-                    Problem(
-                        path,
-                        where(line),
-                        f"{link!r}: a symlink that {leaves}; set [patches] "
-                        "allow_outside_symlinks = true in patchkeeper.toml to allow it",
-                    )
-                )
+    for line, link, content in _links(body):
+        if (why := _link_problem(link, content, outside_links)) is not None:
+            problems.append(Problem(path, where(line), why))
     applies_to, p1 = _specifier(path, fields, "applies-to", lines)
     fixed_in, p2 = _specifier(path, fields, "upstream-fixed-in", lines)
     problems += [p for p in (p1, p2) if p]

@@ -213,6 +213,22 @@ def test_symlinks_inside_the_install_are_fine_and_outside_ones_can_be_allowed(
     assert os.readlink(repo / "passwd-link") == "/etc/passwd"
 
 
+@pytest.mark.parametrize("case", ["no hunk", "too long", "two lines"])
+def test_a_symlink_git_could_not_write_is_refused(case: str, repo: Path, tmp_path: Path) -> None:
+    diff = symlink_diff(repo, "link.py", "app.py")
+    if case == "no hunk":  # git would make a link with an empty target
+        diff = diff.replace("--- /dev/null\n+++ b/link.py\n@@ -0,0 +1 @@\n", "")
+        diff = diff.replace("\\ No newline at end of file\n", "")
+    elif case == "too long":
+        diff = diff.replace("+app.py", "+" + "y" * 5000)
+    else:
+        diff = diff.replace("@@ -0,0 +1 @@\n+app.py", "@@ -0,0 +1,2 @@\n+app.py\n+more")
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    (patches / "patchkeeper.toml").write_text("[patches]\nallow_outside_symlinks = true\n")
+    assert_every_command_refuses(repo, patches, "fix.patch", "'link.py': a symlink")
+    assert not (repo / "link.py").is_symlink()
+
+
 # ---------------------------------------------------------------- 6. Smoke names
 
 
