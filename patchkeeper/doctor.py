@@ -241,7 +241,8 @@ def _journal_finding(path: Path) -> Finding:
     run = f"patchkeeper update {data.get('id')} at {data.get('started_at')}"
     code = data.get("extra", {}).get("exit_code", 0)
     if not_done := data.get("extra", {}).get("not_done"):  # e.g. rolled back after a failure
-        verb = "happen" if data["extra"].get("rolled_back") else "finish"
+        unmoved = data.get("old_head") == data["extra"].get("head_after")
+        verb = "happen" if data["extra"].get("rolled_back") or unmoved else "finish"
         return Finding("last update", False, f"{run}: the update did not {verb}: {not_done}")
     if data.get("upstream_ok") is None:  # e.g. a --preview that found a conflict
         return Finding("last update", False, f"{run}: stopped before the upstream command ran "

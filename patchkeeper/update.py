@@ -344,6 +344,12 @@ class UpdateRun:
             failed = [r.name for r in self.report.preview.results if r.outcome in oc.FAILED]
             if failed and not self.options.force:
                 stop = True
+                self.report.not_done = f"stopped at its preview of {ref}"
+                self.report.attention.append(
+                    f"{', '.join(failed)} would not apply on {ref}: nothing was changed; "
+                    f"refresh the patch for {ref} first, or update anyway: "
+                    + self._forced_command(ref)
+                )
                 return f"{', '.join(failed)} would not apply on {ref}: stopped (use --force)"
             return f"{ref}: " + (f"{', '.join(failed)} would not apply" if failed else "clean")
 
@@ -366,7 +372,17 @@ class UpdateRun:
         if self.options.force:
             self.report.notes.append(f"{stale}: previewed as it is (--force)")
             return ""
-        forced = nextstep.command(
+        forced = self._forced_command(ref)
+        self.report.not_done = f"could not fetch {fresh.remote} to preview {ref}"
+        self.report.attention.append(
+            f"{stale}, so a preview would judge stale data: nothing was changed; retry once "
+            f"{fresh.remote} can be reached, or preview it as it is and go on: {forced}"
+        )
+        return f"could not fetch {fresh.remote}: stopped before touching anything"
+
+    def _forced_command(self, ref: str) -> str:
+        """This update again, going on past its preview of REF (--force)."""
+        return nextstep.command(
             "update",
             "--preview",
             ref,
@@ -376,11 +392,6 @@ class UpdateRun:
             patches=self.ws.patch_set.root,
             rest=self.options.args,
         )
-        self.report.attention.append(
-            f"{stale}, so a preview would judge stale data: nothing was changed; retry once "
-            f"{fresh.remote} can be reached, or preview it as it is and go on: {forced}"
-        )
-        return f"could not fetch {fresh.remote}: stopped before touching anything"
 
     def set_aside(self) -> str:
         """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""

@@ -227,8 +227,12 @@ def test_an_update_stopped_by_its_preview_is_reported_as_such(sandbox: Sandbox) 
     _, findings = diagnosed(sandbox)
     assert not findings["last update"].ok
     assert findings["last update"].summary.endswith(
-        "stopped before the upstream command ran (exit 3)"
+        "the update did not happen: stopped at its preview of v0.24.0"
     )
+    # status agrees: the update asked for did not happen, and says how to retry it.
+    status = run_cli("status", *args)
+    assert status.returncode == 5
+    assert "did not happen: stopped at its preview of v0.24.0" in status.stdout
 
 
 def test_receipts_with_a_bom_or_torn_are_read_or_named(doctor_sandbox: Sandbox) -> None:

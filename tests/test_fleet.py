@@ -273,13 +273,20 @@ def test_a_conflicting_canary_halts_the_rollout_with_the_rest_untouched(fleet: F
     proc = play(fleet, patchkeeper_preview="origin/main")
     assert proc.returncode == 2, proc.stdout[-4000:]
     rollout = proc.stdout.split("PLAY [Roll", 1)[1]
-    assert "h1: exit 3 (update): does not apply on origin/main: schema-once" in rollout
+    assert "h1: exit 3 (update): schema-once would not apply on origin/main" in rollout
+    assert "update anyway: patchkeeper update --preview origin/main --force" in rollout
     assert "[h2]" not in rollout.split("PLAY RECAP")[0]
     after = {host.name: state(host) for host in fleet.hosts}
     assert after == before  # the preview stopped the canary too, before it touched anything
     for host in fleet.hosts:
         assert version_of(host) == "0.21.3"
-        assert pk_host(host, "status").returncode == 0  # every patch still in place
+        status = pk_host(host, "status")
+        assert status.stdout.count("already-applied") == 2, status.stdout  # still in place
+        if host.name == "h1":  # its update was asked for and did not happen: never green
+            assert status.returncode == 5
+            assert "did not happen: stopped at its preview of origin/main" in status.stdout
+        else:
+            assert status.returncode == 0, status.stdout
 
     code, document, text = fleet_report(fleet)
     assert code == 3, text

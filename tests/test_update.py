@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -303,6 +304,11 @@ def test_preview_stops_before_touching_anything_unless_forced(box: Sandbox) -> N
     assert git(box.install, "rev-parse", "HEAD") == head
     assert "once_per_database" in (box.install / "cron/executions.py").read_text()
     assert not journal_file(box).exists()
+    # The update asked for did not happen, and the report says so with the way on.
+    assert doc["update_done"] is False and "preview" in doc["not_done"]
+    [line] = [a for a in doc["attention"] if a.startswith("schema-once would not apply")]
+    forced = line.rsplit("update anyway: ", 1)[1]
+    assert shlex.split(forced)[:5] == ["patchkeeper", "update", "--preview", "v0.24.0", "--force"]
 
     code, doc = pk_json(box, "update", "--preview", "v0.24.0", "--force")
     assert code == 3 and doc["upstream"]["exit_status"] == 0

@@ -83,7 +83,8 @@ def update_not_done(workspace: Workspace) -> str | None:
         return None
     if workspace.install.head() != last.extra.get("head_after"):
         return None  # something updated the install since
-    verb = "happen" if last.extra.get("rolled_back") else "finish"
+    unmoved = last.old_head == last.extra.get("head_after")
+    verb = "happen" if last.extra.get("rolled_back") or unmoved else "finish"
     retry = last.extra.get("retry") or retry_command(workspace, UpdateOptions())
     return (
         f"update {last.id} did not {verb}: {last.extra['not_done']}; the install is at "
