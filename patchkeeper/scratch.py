@@ -16,6 +16,7 @@ taken after the work is done.
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import tempfile
@@ -44,6 +45,17 @@ def object_store(repo: Path) -> Path:
         return (repo / ".git" / "objects").resolve()
     where = git.out(["rev-parse", "--git-path", "objects"], repo)
     return (repo / where).resolve()
+
+
+GIT_CANNOT_READ = 128  # git's exit status when it cannot read its input
+Completed = subprocess.CompletedProcess[bytes]
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class ScratchIndex:
@@ -160,9 +172,20 @@ class ScratchIndex:
         git apply is atomic: when it fails, the index is as it was.
         """
         proc = self._git(["apply", "--cached", "-v", *flags], stdin=diff, check=False)
+        if proc.returncode < 0:
+            proc = self._crashed(proc)
         if "--check" not in flags:
             self._changed()
         return proc
+
+    def _crashed(self, proc: Completed) -> Completed:
+        """git died of a signal on this input (git 2.39 aborts on some malformed headers):
+        its lock on the scratch index is taken away, and the answer reads as git's own
+        "cannot read the patch" (exit 128), so the patch is `invalid`, never a crash of ours."""
+        Path(f"{self.index_file}.lock").unlink(missing_ok=True)
+        signal_name = _signal_name(-proc.returncode)
+        said = f"error: git apply died of {signal_name} on this patch\n".encode()
+        return Completed(proc.args, GIT_CANNOT_READ, proc.stdout, proc.stderr + said)
 
     def diff(self, old: str, new: str, paths: Iterable[str] = ()) -> bytes:
         """The exact diff between two trees this index wrote (see `tree_diff`), no renames."""

@@ -5,8 +5,9 @@ upstream code, so it runs with the install's own interpreter, cwd at the install
 `sys.path` (PYTHONPATH), a fresh HERMES_HOME, HOME and TMPDIR (never the operator's), a minimal
 environment and a timeout. Those folders are made under the install's `.git/patchkeeper/smoke/`,
 not in $TMPDIR, and removed when the check ends; a run killed before it could remove them leaves
-them there, named after its pid, and the next run clears them. It runs in its own process group, which is killed when it ends or
-times out, so helper processes a check starts cannot outlive it.
+them there, named after its pid, and the next run clears them. It runs in its own process
+group, which is killed when it ends or times out, so helper processes a check starts cannot
+outlive it.
 
 A check prints one JSON verdict on stdout:
     {"check": NAME, "verdict": "pass"|"fail"|"error",

@@ -13,6 +13,7 @@ from patchkeeper.config import load_settings
 from patchkeeper.errors import UserError
 from patchkeeper.patchset import inspect_patch_set
 from patchkeeper.problems import Problem
+from patchkeeper.readable import unreadable_by_git
 from patchkeeper.report import emit_json
 
 
@@ -30,6 +31,7 @@ def command(patches_dir: Path | None, as_json: bool) -> int:
     """
     root = (patches_dir or bundled_patches()).expanduser()
     patch_set, problems = inspect_patch_set(root)
+    problems += unreadable_by_git(patch_set)
     try:
         load_settings(patch_set.root)
     except UserError as exc:
