@@ -182,17 +182,55 @@ def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
     return sections
 
 
-def closest_mismatches(target: list[str], expected: list[str], hint: int) -> tuple[Mismatch, ...]:
-    """Where the target best matches EXPECTED (ties: nearest HINT), the lines that differ."""
+# A line that stands more often than this in a file (a blank line, a lone brace) says nothing
+# about where a hunk belongs: it casts no vote.
+COMMON_LINE = 50
+
+
+def line_positions(target: list[str]) -> dict[str, list[int]]:
+    """Where each line of TARGET stands (built once per file, shared by its hunks)."""
+    positions: dict[str, list[int]] = {}
+    for number, line in enumerate(target):
+        positions.setdefault(line, []).append(number)
+    return positions
+
+
+def best_start_of(
+    target: list[str],
+    expected: list[str],
+    hint: int,
+    positions: dict[str, list[int]] | None = None,
+) -> int | None:
+    """The start in TARGET where the most lines of EXPECTED line up (ties: nearest HINT);
+    None when no line does. Each expected line votes for the starts that would line it up
+    with an equal target line, so the cost grows with the hunk, not with the file."""
     if not expected:
-        return ()
-    best_key, best_start = (-1, 0), 0
-    for start in range(max(1, len(target) - len(expected) + 1)):
-        window = target[start : start + len(expected)]
-        key = (sum(a == b for a, b in zip(expected, window, strict=False)), -abs(start - hint))
-        if key > best_key:
-            best_key, best_start = key, start
-    if best_key[0] <= 0:
+        return None
+    positions = positions if positions is not None else line_positions(target)
+    last = max(0, len(target) - len(expected))
+    votes: dict[int, int] = {}
+    for offset, line in enumerate(expected):
+        found = positions.get(line, ())
+        if len(found) > COMMON_LINE:
+            continue
+        for position in found:
+            start = position - offset
+            if 0 <= start <= last:
+                votes[start] = votes.get(start, 0) + 1
+    if not votes:
+        return None
+    return max(votes, key=lambda start: (votes[start], -abs(start - hint)))
+
+
+def closest_mismatches(
+    target: list[str],
+    expected: list[str],
+    hint: int,
+    positions: dict[str, list[int]] | None = None,
+) -> tuple[Mismatch, ...]:
+    """Where the target best matches EXPECTED (`best_start_of`), the lines that differ."""
+    best_start = best_start_of(target, expected, hint, positions)
+    if best_start is None:
         return ()
     window = target[best_start : best_start + len(expected)]
     return tuple(
@@ -248,22 +286,31 @@ def conflicting_hunks(
             conflicts.append(HunkConflict(path, 0, "", (), "file-level change does not apply"))
         content = contents.get(path)
         target = content.decode(errors="replace").splitlines() if content is not None else []
+        positions = line_positions(target)
         for number, hunk in enumerate(hunks, 1):
+            first, *body = hunk.decode(errors="replace").splitlines()
+            expected = tuple(line[1:] for line in body if line[:1] in (" ", "-"))
             if len(hunks) == 1 and path in files and path in blocks:
                 said = blocks[path]
+            elif len(hunks) > 1:
+                # Many hunks: asking git about each one alone costs a process and a search of
+                # the whole file per hunk. A hunk whose lines stand together in the file
+                # lands (git found the file's failure elsewhere); the others are reported.
+                start = best_start_of(target, list(expected), _hunk_start(first), positions)
+                if start is not None and tuple(target[start : start + len(expected)]) == expected:
+                    continue
+                said = []
             else:
                 proc = index.apply(header + hunk, "--check")
                 if proc.returncode == 0:
                     continue
                 said = _lines(proc.stderr)
-            first, *body = hunk.decode(errors="replace").splitlines()
-            expected = tuple(line[1:] for line in body if line[:1] in (" ", "-"))
             # git's own words ("does not exist in index"), never a source line it quotes
             reason = next(
                 (m for m in said if m.startswith("error: ") and "exist" in m),
                 "context does not match",
             )
-            mismatches = closest_mismatches(target, list(expected), _hunk_start(first))
+            mismatches = closest_mismatches(target, list(expected), _hunk_start(first), positions)
             conflicts.append(HunkConflict(path, number, first, expected, reason, mismatches))
     return conflicts
 
@@ -658,22 +705,26 @@ class _Run:
                 self._try(*item)
             return
         failed = set(failed_files(proc.stderr))
-        suspects = [i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)]
+        suspects = {i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)}
         if not suspects:  # git named nothing we know (a corrupt patch): halve
             half = len(items) // 2
             self._run_batch(items[:half])
             self._run_batch(items[half:])
-        elif _disjoint(items):
-            # No two share a file: order changes none of them, and what git said about each
-            # file is what it says about that patch alone. The rest go as one batch; those
-            # that failed are judged from what git said, their reverse checks in one run.
-            self._run_batch([item for i, item in enumerate(items) if i not in suspects])
-            self._judge_failed([items[i] for i in suspects], stderr_blocks(proc.stderr))
-        else:
-            first = suspects[0]
-            self._run_batch(items[:first])
-            self._try(*items[first])
-            self._run_batch(items[first + 1 :])
+            return
+        # Patches linked by shared files form groups; groups share no file, so their order
+        # changes none of them. The groups with no failed file go as one batch. A failed
+        # patch alone in its group is judged from what git said about its files (the same
+        # as about it alone), together with the others like it; a group of several is split
+        # at its first failed patch, which is tried alone, in order.
+        groups = _item_groups(items)
+        bad = [g for g in groups if suspects.intersection(g)]
+        self._run_batch([items[i] for g in groups if g not in bad for i in g])
+        self._judge_failed([items[g[0]] for g in bad if len(g) == 1], stderr_blocks(proc.stderr))
+        for group in (g for g in bad if len(g) > 1):
+            first = next(n for n, i in enumerate(group) if i in suspects)
+            self._run_batch([items[i] for i in group[:first]])
+            self._try(*items[group[first]])
+            self._run_batch([items[i] for i in group[first + 1 :]])
 
     def _has_it(self, variant: PatchFile) -> Callable[[], str]:
         from_upstream = self.judging.from_upstream
@@ -838,13 +889,12 @@ class _Run:
             raise GitError("internal: the batched patches no longer apply after a hold-back")
 
 
-def _disjoint(items: list[_Item]) -> bool:
-    seen: set[str] = set()
-    for _, variant, _ in items:
-        if seen.intersection(variant.files):
-            return False
-        seen.update(variant.files)
-    return True
+def _item_groups(items: list[_Item]) -> list[list[int]]:
+    """Indexes of ITEMS in groups linked by shared files, each in order, groups in the order
+    of their first item."""
+    groups = _groups([(patch, variant) for patch, variant, _ in items])
+    position = {id(item[0]): i for i, item in enumerate(items)}
+    return [[position[id(patch)] for patch, _ in group] for group in groups]
 
 
 def _section_offsets(stderr: bytes) -> list[list[HunkOffset]]:
