@@ -1,0 +1,42 @@
+"""The CI-scale benchmark (tests/benchmarks/bench_ci.py) is run by hand; here it runs once with
+tiny parameters, so the script itself cannot rot: it builds its upstream, runs every row and
+prints the table it promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.benchmarks.synthetic import build
+
+SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "bench_ci.py"
+
+
+def test_the_synthetic_upstream_meets_every_outcome(tmp_path: Path) -> None:
+    from patchkeeper.checking import check_refs
+    from patchkeeper.patchset import load_patch_set
+
+    upstream = build(tmp_path / "up", files=300, tags=6, changes=20, patches=40, sizes=(10, 40))
+    assert upstream.tags == [f"v1.{n}.0" for n in range(6)]
+    assert (upstream.install / "pkg000" / "mod00000.py").is_file()
+    reports = check_refs(upstream.install, load_patch_set(upstream.patch_sets[10]), upstream.tags)
+    seen = {result.outcome for report in reports for result in report.results}
+    assert {"applied", "applied-offset", "merged-3way", "upstream-has-it", "conflict"} <= seen
+    floor = upstream.floor_lists[40].read_text().splitlines()
+    assert len(floor) == 40 and all(line.endswith(".py") for line in floor)
+
+
+def test_the_benchmark_runs_and_prints_its_table(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--files", "200", "--tags", "3", "--changes", "10",
+         "--sizes", "10", "--tag-counts", "1,3", "--runs", "1", "--root", str(tmp_path / "b")],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert out.startswith("synthetic upstream: 200 files, 3 tags")
+    for row in ("check 10 x 1 ", "check 10 x 3 ", "worktree add + apply --check",
+                "update, ", "patchkeeper --version", "patchkeeper --help"):  # fmt: skip
+        assert row in out, (row, out)
+    assert "per-patch plumbing floor (bash)" in out and "ms per patch per tag" in out
