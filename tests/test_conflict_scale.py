@@ -1,0 +1,48 @@
+"""Reporting a conflict stays linear (issue 9, item 10): the git processes a check starts do
+not grow with the number of conflicting hunks, and each failing hunk is still named with the
+lines that differ."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import GIT_ID, commit_files, diff_of, make_repo, patch_text, write_patch_set
+
+
+def world(tmp_path: Path, hunks: int) -> tuple[Path, Path]:
+    lines = [f"line {n}" for n in range(hunks * 10)]
+    repo = make_repo(tmp_path / "repo", {"f.txt": "\n".join(lines) + "\n"})
+    patched = [f"{line} patched" if n % 10 == 5 else line for n, line in enumerate(lines)]
+    diff = diff_of(repo, {"f.txt": "\n".join(patched) + "\n"})
+    upstream = [f"{line} upstream" if n % 10 == 4 else line for n, line in enumerate(lines)]
+    commit_files(repo, {"f.txt": "\n".join(upstream) + "\n"}, "upstream moves every hunk")
+    return repo, write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+
+
+def check(repo: Path, patches: Path, trace: Path) -> tuple[dict, int]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "check", "--ref", "HEAD", "--json",
+         "--install", str(repo), "--patches", str(patches)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    started = sum(1 for line in trace.read_text().splitlines() if "trace: built-in:" in line)
+    return json.loads(proc.stdout), started
+
+
+def test_git_processes_do_not_grow_with_conflicting_hunks(tmp_path: Path) -> None:
+    counts = {}
+    for hunks in (20, 200):
+        repo, patches = world(tmp_path / str(hunks), hunks)
+        document, counts[hunks] = check(repo, patches, tmp_path / f"trace-{hunks}")
+        [fix] = document["targets"][0]["patches"]
+        assert fix["outcome"] == "conflict"
+        assert len(fix["conflicts"]) == hunks, "every failing hunk is named"
+        first = fix["conflicts"][0]
+        assert [m["found"] for m in first["mismatches"]] == ["line 4 upstream"]
+    assert counts[200] == counts[20], counts
