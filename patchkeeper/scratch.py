@@ -187,6 +187,11 @@ class ScratchIndex:
         said = f"error: git apply died of {signal_name} on this patch\n".encode()
         return Completed(proc.args, GIT_CANNOT_READ, proc.stdout, proc.stderr + said)
 
+    def same_as(self, tree: str, paths: Iterable[str]) -> bool:
+        """Whether this index holds exactly TREE's entries for PATHS (present or absent)."""
+        args = ["diff-index", "--cached", "--quiet", "--no-renames", tree, "--", *paths]
+        return self._git(args, check=False).returncode == 0
+
     def diff(self, old: str, new: str, paths: Iterable[str] = ()) -> bytes:
         """The exact diff between two trees this index wrote (see `tree_diff`), no renames."""
         limit = ["--", *paths] if paths else []

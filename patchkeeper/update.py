@@ -458,6 +458,11 @@ class UpdateRun:
         not_reversed: dict[str, set[str]] = {}
         names = [name for name in reversed(order) if name in records]
         diffs = {name: written_diff(self.state_dir, records[name]) for name in names}
+        head_tree = lo.tree_of(self.install.path, self.journal.old_head)
+        if not names:
+            return snapshot  # nothing of patchkeeper's to take out
+        if self._only_patches(snapshot, head_tree, names, diffs):
+            return head_tree
         with scratch_index(self.install.path) as index:
             index.read_tree(snapshot)
             # All in one `git apply` (latest first); one by one only when that fails.
@@ -469,7 +474,6 @@ class UpdateRun:
                     if index.apply(diffs[name], "--reverse").returncode != 0:
                         not_reversed[name] = {path for path, _, _ in split_hunks(diffs[name])}
             edits_tree = index.write_tree()
-        head_tree = lo.tree_of(self.install.path, self.journal.old_head)
         changed = set(lo.changed_paths(self.install.path, head_tree, edits_tree))
         for name, files in not_reversed.items():
             if files & changed:
@@ -481,6 +485,23 @@ class UpdateRun:
             else:
                 self.report.notes.append(f"{name} was recorded but is no longer in the tree")
         return edits_tree
+
+    def _only_patches(
+        self, snapshot: str, head_tree: str, names: list[str], diffs: dict[str, bytes]
+    ) -> bool:
+        """Whether the snapshot is HEAD plus exactly what the records wrote, told from their
+        paths alone (no whole-tree index): taking them out then leaves HEAD's tree."""
+        paths = sorted({path for name in names for path, _, _ in split_hunks(diffs[name])})
+        if not paths or not all(diff.endswith(b"\n") for diff in diffs.values()):
+            return False
+        if not set(lo.changed_paths(self.install.path, head_tree, snapshot)) <= set(paths):
+            return False
+        with scratch_index(self.install.path, private_objects=True) as index:
+            index.load_ref(snapshot, paths)
+            whole = b"".join(diffs[name] for name in names)
+            return index.apply(whole, "--reverse").returncode == 0 and index.same_as(
+                head_tree, paths
+            )
 
     def upstream(self) -> str:
         command = [*self.ws.settings.update_command, *self.options.args]

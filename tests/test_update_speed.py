@@ -73,7 +73,8 @@ def test_update_reads_the_tree_once_resets_only_a_staged_index_reverses_once(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert traced(trace, "add -A -- .") == 1  # the snapshot; the merge-back reads 2 paths only
     assert traced(trace, "reset -q") == (1 if staged else 0)
-    assert traced(trace, "apply --cached -v --reverse") == 1  # three records, one apply
+    # three records, one apply (on their paths, then, with edits of the operator's, the tree)
+    assert traced(trace, "apply --cached -v --reverse") == 1
     assert git(install, "diff", "--cached", "--name-only") == ""  # the index is HEAD's
     assert (install / "f3.py").read_text().endswith("mine\n")
     assert (install / "notes.txt").read_text() == "untracked, mine\n"
@@ -81,6 +82,20 @@ def test_update_reads_the_tree_once_resets_only_a_staged_index_reverses_once(
     assert (install / "f4.py").read_text().endswith("more\n")
     assert git(install, "diff", "--name-only").split() == ["f0.py", "f1.py", "f2.py", "f3.py"]
     assert git(install, "ls-files", "--others").split() == ["notes.txt"]
+
+
+def test_patches_alone_come_out_without_a_whole_tree_index(tmp_path: Path) -> None:
+    """Nothing of the operator's: the records are taken out on their own paths, and the
+    snapshot is found to be HEAD plus exactly them (no read-tree of 20,000 entries)."""
+    _, install, patches = setup(tmp_path)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    trace = tmp_path / "trace"
+    proc = pk("update", "--install", install, "--patches", patches, env={"GIT_TRACE": str(trace)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not [line for line in trace.read_text().splitlines() if "git read-tree" in line]
+    assert traced(trace, "apply --cached -v --reverse") == 1
+    assert git(install, "for-each-ref", "refs/patchkeeper/") == ""  # no edits ref was needed
+    assert all("fixed" in (install / f"f{n}.py").read_text() for n in range(3))
 
 
 def test_a_drifted_record_falls_back_to_one_by_one_and_is_kept_with_the_edits(
@@ -92,7 +107,8 @@ def test_a_drifted_record_falls_back_to_one_by_one_and_is_kept_with_the_edits(
     trace = tmp_path / "trace"
     env = {"GIT_TRACE": str(trace)}
     proc = pk("update", "--install", install, "--patches", patches, "--json", env=env)
-    assert traced(trace, "apply --cached -v --reverse") == 1 + 3  # all at once, then each
+    # on its paths alone (fails: drift), all at once on the tree (fails), then each
+    assert traced(trace, "apply --cached -v --reverse") == 1 + 1 + 3
     document = json.loads(proc.stdout)
     assert proc.returncode == 5
     assert (
