@@ -152,6 +152,13 @@ def _lines_with_ends(data: bytes) -> list[bytes]:
     return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
+def _text_lines(data: bytes) -> list[str]:
+    """Lines as git sees them: broken at "\n" only (a form feed or a vertical tab, which
+    str.splitlines also breaks at, is content)."""
+    lines = data.decode(errors="replace").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
     """(path, file header, hunks) per file section of a git diff, raw bytes kept."""
     sections: list[tuple[str, bytes, list[bytes]]] = []
@@ -285,10 +292,10 @@ def conflicting_hunks(
         if not hunks:
             conflicts.append(HunkConflict(path, 0, "", (), "file-level change does not apply"))
         content = contents.get(path)
-        target = content.decode(errors="replace").splitlines() if content is not None else []
+        target = _text_lines(content) if content is not None else []
         positions = line_positions(target)
         for number, hunk in enumerate(hunks, 1):
-            first, *body = hunk.decode(errors="replace").splitlines()
+            first, *body = _text_lines(hunk)
             expected = tuple(line[1:] for line in body if line[:1] in (" ", "-"))
             if len(hunks) == 1 and path in files and path in blocks:
                 said = blocks[path]

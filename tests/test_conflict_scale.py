@@ -46,3 +46,17 @@ def test_git_processes_do_not_grow_with_conflicting_hunks(tmp_path: Path) -> Non
         first = fix["conflicts"][0]
         assert [m["found"] for m in first["mismatches"]] == ["line 4 upstream"]
     assert counts[200] == counts[20], counts
+
+
+def test_a_form_feed_in_a_conflicting_line_stays_one_line(tmp_path: Path) -> None:
+    lines = ["a", "b\fpage", "c", "d", "e"]
+    repo = make_repo(tmp_path / "repo", {"f.txt": "\n".join(lines) + "\n"})
+    patched = "\n".join(["a", "b\fpage", "c fixed", "d", "e"]) + "\n"
+    patches = write_patch_set(
+        tmp_path / "ps", {"fix.patch": patch_text(diff_of(repo, {"f.txt": patched}))}
+    )
+    commit_files(repo, {"f.txt": "\n".join(["a", "b\fpage", "c upstream", "d", "e"]) + "\n"}, "up")
+    document, _ = check(repo, patches, tmp_path / "trace")
+    [conflict] = document["targets"][0]["patches"][0]["conflicts"]
+    assert "b\fpage" in conflict["expected"]
+    assert [m["found"] for m in conflict["mismatches"]] == ["c upstream"]
