@@ -136,6 +136,8 @@ def main() -> None:
     except click.exceptions.Abort:
         _fail("aborted", 1)
     except click.ClickException as exc:
+        if _wants_json(sys.argv):  # automation reads a document, even for a usage mistake
+            _fail(f"error: {exc.format_message()}", 2)
         exc.show()
         sys.exit(2)
     except click.exceptions.Exit as exc:

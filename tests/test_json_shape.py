@@ -117,3 +117,11 @@ def test_demo_takes_json(tmp_path: Path) -> None:
         "status", "apply", "status", "check", "update",
     ]  # fmt: skip
     assert {p["name"] for p in doc["patches"]} == {"adoption-retry", "schema-once"}
+
+
+def test_a_usage_mistake_under_json_is_still_one_document(setup: tuple[Path, Path]) -> None:
+    """Automation reads stdout: a bad option value is an error document, not only usage text."""
+    repo, patches = setup
+    code, doc = document("update", "--timeout", "0", "--install", repo, "--patches", patches)
+    assert code == doc["exit_code"] == 2
+    assert "--timeout" in doc["error"] and "install" in doc and doc["patches"] == []
