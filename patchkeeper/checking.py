@@ -43,14 +43,19 @@ class RefReport:
 
 def select_tags(repo: Path, globs: Sequence[str], since: Version | None) -> list[str]:
     """The tags matching any of GLOBS (fnmatch: `*` matches any text, `/` included; no
-    globs: every tag), keeping with SINCE only those whose name is a version >= SINCE.
-    Ordered by version (tags that are no version last, by name)."""
-    names = git.out(["for-each-ref", "--format=%(refname:strip=2)", "refs/tags/"], repo)
-    tags = [
-        name
-        for name in names.splitlines()
-        if name and (not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs))
-    ]
+    globs: every tag) that name a commit, keeping with SINCE only those whose name is a
+    version >= SINCE. Ordered by version (tags that are no version last, by name)."""
+    listing = git.out(
+        ["for-each-ref", "--format=%(objecttype) %(*objecttype) %(refname:strip=2)", "refs/tags/"],
+        repo,
+    )
+    tags = []
+    for line in listing.splitlines():
+        kind, peeled, name = line.split(" ", 2)
+        if "commit" not in (kind, peeled):
+            continue  # a tag of a tree or a blob: no release to check
+        if not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs):
+            tags.append(name)
     versions = {tag: tag_to_version(tag) for tag in tags}
     if since is not None:
         tags = [t for t in tags if (v := versions[t]) is not None and v >= since]

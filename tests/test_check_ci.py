@@ -64,6 +64,19 @@ def test_tags_and_since_choose_refs_in_version_order(sandbox: Sandbox) -> None:
     assert json.loads(proc.stdout)["selection"]["tags"] == ["v0.2[34]*"]
 
 
+def test_tags_that_name_no_commit_are_left_out(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    patches = write_patch_set(
+        tmp_path / "ps",
+        {"fix.patch": patch_text(diff_of(repo, {"app.py": LINES.replace("line 9\n", "x\n")}))},
+    )
+    git(repo, "tag", "v1.0.1-tree", "HEAD^{tree}")
+    git(repo, "tag", "-a", "-m", "annotated", "v1.1.0")
+    proc = run_cli("check", "--install", repo, "--patches", patches, "--tags", "v*", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [t["ref"] for t in json.loads(proc.stdout)["targets"]] == ["v1.0.0", "v1.1.0"]
+
+
 def test_nothing_to_check_is_a_usage_error(sandbox: Sandbox) -> None:
     proc = pk(sandbox, "check")
     assert proc.returncode == 2 and "--ref REF, --tags GLOB or --since VERSION" in proc.stderr
