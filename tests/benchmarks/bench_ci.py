@@ -142,6 +142,15 @@ class Bench:
         return results
 
 
+def compile_bytecode() -> None:
+    """Compile patchkeeper first: a run that compiles it (PYTHONDONTWRITEBYTECODE) is slower."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(HERE.parent.parent / "patchkeeper")],
+        check=True,
+        capture_output=True,
+    )
+
+
 def patchkeeper_command() -> list[str]:
     script = Path(sys.executable).parent / "patchkeeper"
     return [str(script)] if script.exists() else [sys.executable, "-m", "patchkeeper"]
@@ -202,11 +211,7 @@ def main() -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     tag_counts = [int(x) for x in args.tag_counts.split(",")]
     skip = set(filter(None, args.skip.split(",")))
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(HERE.parent.parent / "patchkeeper")],
-        check=True,
-        capture_output=True,
-    )
+    compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="pk-bench-") as tmp:
         root = args.root or Path(tmp) / "upstream"
         started = time.monotonic()

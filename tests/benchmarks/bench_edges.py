@@ -44,6 +44,7 @@ from tests.benchmarks.bench_ci import (  # noqa: E402
     FLOOR,
     Bench,
     Measured,
+    compile_bytecode,
     fmt_s,
     patchkeeper_command,
     update_row,
@@ -101,11 +102,7 @@ def main() -> None:
     if args.quick:
         args.files, args.tags, args.changes, args.runs = 2000, 6, 40, 1
         args.patches, args.variants, args.same_tags = 50, 10, 20
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(HERE.parent.parent / "patchkeeper")],
-        check=True,
-        capture_output=True,
-    )
+    compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="pk-edges-") as tmp:
         root = args.root or Path(tmp) / "upstream"
         started = time.monotonic()
