@@ -171,7 +171,8 @@ def check_refs(
     variants = [v for p in patch_set.patches for v in p.variants]
     has = upstream_has_contents(repo, commits, variants)
     memo = TrialMemo() if reuse else None
-    listings = TreeListings(repo, {path for v in variants for path in v.files}, trees)
+    chosen = [p.select(info.version) for p in patch_set.patches for info in versions]
+    listings = TreeListings(repo, {path for v in chosen if v for path in v.files}, trees)
     judged: dict[str, tuple[Version | None, list[PatchResult]]] = {}  # tree -> first results
     reports = []
     for number, (ref, commit, tree, version) in enumerate(
