@@ -66,7 +66,10 @@ _SELF_PEAK = (
 
 
 def paired(a: list[float], b: list[float]) -> float:
-    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+    """The median of A/B pair by pair (a slow warm-up is counted: the runs are paired from the
+    last)."""
+    count = min(len(a), len(b))
+    return statistics.median(x / y for x, y in zip(a[-count:], b[-count:], strict=True))
 
 
 def row(*cells: object) -> str:
