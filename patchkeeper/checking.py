@@ -10,7 +10,6 @@ whose tree was judged already, for a version that chooses alike, takes that answ
 
 from __future__ import annotations
 
-import copy
 import fnmatch
 import functools
 from collections.abc import Callable, Sequence
@@ -180,7 +179,7 @@ def check_refs(
     ):
         earlier = judged.get(tree) if reuse else None
         if earlier is not None and same_choices(patch_set, earlier[0], version.version):
-            results = [copy.copy(result) for result in earlier[1]]
+            results = [_copy(result) for result in earlier[1]]
         else:
             results = classify(
                 patch_set,
@@ -199,6 +198,14 @@ def check_refs(
         if progress is not None:
             progress(number + 1, len(refs), ref)
     return reports
+
+
+def _copy(result: PatchResult) -> PatchResult:
+    """A result of its own for another ref: a shallow copy (nothing changes a result once
+    judged; copy.copy would cost more than the judging it saves)."""
+    twin = object.__new__(PatchResult)
+    twin.__dict__.update(result.__dict__)
+    return twin
 
 
 def same_choices(patch_set: PatchSet, one: Version | None, other: Version | None) -> bool:

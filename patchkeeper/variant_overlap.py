@@ -11,6 +11,7 @@ and a version finds its variant by bisection.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ def _key(epoch: int, release: Iterable[int]) -> tuple[float, ...]:
     return (epoch, *parts)
 
 
+@functools.cache
 def release_point(version: Version) -> Point:
     """Where VERSION stands (its pre-, post-, dev- and local parts aside)."""
     return _key(version.epoch, version.release), 1
@@ -188,8 +190,8 @@ class VariantChoice:
         self._chosen: dict[Version, PatchFile | None] = {}
 
     def __call__(self, version: Version | None) -> PatchFile | None:
-        if version is None:
-            return self._unversioned
+        if version is None or (self._variants and self._variants[0] is self._unversioned):
+            return self._unversioned  # a plain patch file: the one variant, whatever the version
         if version not in self._chosen:
             self._chosen[version] = self._choose(version)
         return self._chosen[version]
