@@ -94,8 +94,10 @@ class Bounds:
         return self.low <= point <= self.high
 
 
+@functools.cache
 def bounds(spec_set: SpecifierSet | None) -> Bounds:
-    """The bounds of every version SPEC_SET contains (None: every version)."""
+    """The bounds of every version SPEC_SET contains (None: every version); a range many
+    variants share is bounded once."""
     low, high = _BELOW_ALL, _ABOVE_ALL
     for spec in spec_set or ():
         one_low, one_high = _specifier_bounds(spec)
