@@ -30,7 +30,8 @@ def patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def bundled_patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """For a command that reads a patch set without an install (lint)."""
+    """For the commands whose default is the bundled set alone (lint reads no install; doctor
+    does not look for the set the install was applied from)."""
     return _patches("Patch set folder (default: the bundled Hermes patch set).")(f)
 
 
