@@ -143,7 +143,7 @@ class _DroppedWhenClosed(io.RawIOBase):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self._fd)
             os.close(devnull)
-            return len(memoryview(data))
+            return memoryview(data).nbytes
 
 
 def _survive_closed_pipes() -> None:

@@ -17,10 +17,10 @@ named by `recover` and never keeps a stale lock alive. A git whose descriptors o
 be read is counted as a holder, unless it could not have made the lock: git creates it, so
 its owner is the user whose git made it, and a git running under none of that user's ids
 (real, effective, saved, file system) is not its holder. On a shared host, that is every other
-user's git: their descriptors are what cannot be read, and their gits cannot write (or make a
-lock in) another user's install. This trusts the file system to record who created a file, as
-every local Linux file system does (one that gives every file the same owner, vfat, or NFS
-with all_squash, would not tell).
+user's git, root's included: its descriptors are what cannot be read, and it did not make a
+lock another user owns. This trusts the file system to record who created a file, as every
+local Linux file system does (one that gives every file the same owner, vfat, or NFS with
+all_squash, would not tell).
 Linux /proc only; elsewhere nothing is ever removed (every lock counts as held).
 """
 
