@@ -10,6 +10,7 @@ whole in the patch file and in the tree.
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 from patchkeeper.demo.sandbox import Sandbox
@@ -22,7 +23,7 @@ from tests.helpers import (
     run_cli,
     write_patch_set,
 )
-from tests.test_update import pk, pk_json, quiet
+from tests.test_update import outcomes_of, pk, pk_json, quiet
 
 MODULE = "cron/ledger_schema_once.py"
 HOOK = "    _ensure_cron_dir(path.parent)\n"
@@ -59,7 +60,7 @@ def test_refresh_keeps_the_module_a_conflicting_patch_creates(sandbox: Sandbox) 
     moved = executions.read_text().replace(HOOK, HOOK.rstrip("\n") + "  # upstream: first\n")
     commit_files(box.install, {"cron/executions.py": moved}, "upstream moves the hook")
     code, doc = pk_json(box, "apply")
-    assert code == 3 and doc["patches"][1]["outcome"] == "conflict", doc
+    assert code == 3 and outcomes_of(doc)["schema-once"] == "conflict", doc
     assert not (box.install / MODULE).exists()
     hand_fix(box.install)
 
@@ -70,7 +71,7 @@ def test_refresh_keeps_the_module_a_conflicting_patch_creates(sandbox: Sandbox) 
     assert (box.install / MODULE).read_text().splitlines() == module  # and it is in the tree
     assert MODULE in proc.stdout  # said
     imported = subprocess.run(
-        ["python3", "-c", "import cron.ledger_schema_once, cron.executions"],
+        [sys.executable, "-c", "import cron.ledger_schema_once, cron.executions"],
         cwd=box.install,
         capture_output=True,
         text=True,
