@@ -5,11 +5,16 @@ Commands live one per module under `patchkeeper/commands/` and are imported only
 command from the one-line summaries below without importing a command module, and a command
 loads only what it uses. Every user-facing failure is a PatchkeeperError: printed as one line,
 mapped to its exit code.
+
+A reader that goes away early (`patchkeeper check | head -1`) changes nothing: what can no
+longer be delivered to it is dropped, silently, and the command runs to its end with the exit
+code it would have had. An update is never cut short half-way because a pipe closed.
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
 from typing import NoReturn
@@ -110,6 +115,57 @@ def cli() -> None:
     """
 
 
+class _DroppedWhenClosed(io.RawIOBase):
+    """The file descriptor FD, written as is, until its reader is gone: from the first EPIPE
+    on, FD is /dev/null (for this process and every process started after), and a write
+    reports everything as written. Python ignores SIGPIPE, so without this the first write
+    after the reader left would raise BrokenPipeError from wherever the command was."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: bytes) -> int:
+        try:
+            return os.write(self._fd, data)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._fd)
+            os.close(devnull)
+            return memoryview(data).nbytes
+
+
+def _survive_closed_pipes() -> None:
+    """Put stdout and stderr (the process's own, not a caller's replacement) on
+    _DroppedWhenClosed, with the same encoding and buffering."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or stream is not getattr(sys, f"__{name}__"):
+            continue
+        try:
+            stream.flush()
+            fd = stream.fileno()
+        except (OSError, ValueError):
+            continue
+        guarded = io.TextIOWrapper(
+            io.BufferedWriter(_DroppedWhenClosed(fd)),
+            encoding=stream.encoding,
+            errors=stream.errors,
+            line_buffering=stream.line_buffering,
+            write_through=getattr(stream, "write_through", False),
+        )
+        setattr(sys, name, guarded)
+
+
 def _wants_json(argv: list[str]) -> bool:
     from itertools import pairwise
 
@@ -146,6 +202,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 def main() -> None:
+    _survive_closed_pipes()
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -21,7 +21,13 @@ from patchkeeper.workspace import Workspace, locked_for_writing
 
 
 def written_json(
-    command: str, workspace: Workspace, version: VersionInfo, name: str, path: Path, word: str
+    command: str,
+    workspace: Workspace,
+    version: VersionInfo,
+    name: str,
+    path: Path,
+    word: str,
+    notes: list[str] | None = None,
 ) -> None:
     """The document of `record` and `refresh`: the patch file written, as a one-patch report
     with the keys of `status` (outcome RECORDED or REFRESHED: it is in place, recorded)."""
@@ -35,7 +41,7 @@ def written_json(
         install=install_json(install, version, install.head()),
         patch_set=workspace.patch_set_label,
         patches=[{"name": name, "outcome": word, "variant": variant, "file": str(path)}],
-        notes=[],
+        notes=notes or [],
     )
 
 
