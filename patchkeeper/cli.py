@@ -87,23 +87,21 @@ class LazyGroup(click.Group):
         return module.command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Click's own command list, from SUMMARIES rather than the imported commands."""
-        names = self.list_commands(ctx)
-        if not names:
-            return
-        limit = formatter.width - 6 - max(len(name) for name in names)
+        """The command list, from SUMMARIES rather than the imported commands. Each summary
+        is shown whole, wrapped under its name: click's short help cuts it at the terminal's
+        width ("touching..."), which leaves half a sentence."""
         rows = []
-        for name in names:
+        for name in self.list_commands(ctx):
             summary = SUMMARIES.get(name)
             if summary is None:
                 command = self.get_command(ctx, name)
                 if command is None or command.hidden:
                     continue
-                rows.append((name, command.get_short_help_str(limit)))
-            else:
-                rows.append((name, click.utils.make_default_short_help(summary, limit)))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+                summary = command.get_short_help_str(limit=10_000)
+            rows.append((name, summary))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -175,14 +173,31 @@ def _wants_json(argv: list[str]) -> bool:
     return "--json" in argv or "--format=json" in argv or ("--format", "json") in pairs
 
 
+# Subcommands (and `leftovers` actions) whose documents carry their own command name.
+_NAMED_PARTS: dict[str, tuple[str, ...]] = {
+    "fleet": ("playbook", "report", "ready"),
+    "leftovers": ("restore", "drop"),
+}
+
+
+def _command_name(args: list[str]) -> str:
+    """The command a document names: `update`, or `fleet report` for a subcommand."""
+    index = next((i for i, arg in enumerate(args) if arg in COMMANDS), None)
+    if index is None:
+        return ""
+    name = args[index]
+    part = next((a for a in args[index + 1 :] if a in _NAMED_PARTS.get(name, ())), None)
+    return f"{name} {part}" if part else name
+
+
 def _fail(message: str, code: int) -> NoReturn:
     """One line on stderr; for JSON callers also one document on stdout."""
     click.echo(f"patchkeeper: {message}", err=True)
     if _wants_json(sys.argv):
         from patchkeeper.report import emit_json
 
-        command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
-        emit_json(command, code, error=message, patches=[])
+        emit_json(_command_name(sys.argv[1:]), code, error=message.removeprefix("error: "),
+                  patches=[])  # fmt: skip
     sys.exit(code)
 
 

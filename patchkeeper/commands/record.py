@@ -47,7 +47,9 @@ def written_json(
 
 @click.command("record")
 @click.argument("name")
-@click.option("--path", "paths", multiple=True, required=True, help="A path to capture.")
+@click.option(
+    "--path", "paths", multiple=True, required=True, help="A path to capture (repeatable)."
+)
 @click.option("-m", "--message", required=True, help="The Description header.")
 @install_option
 @patches_option
@@ -65,8 +67,9 @@ def command(
     """Capture the current changes to PATHs as patch NAME and add it to series.
 
     The header is filled in: Description from -m, Base = HEAD, Last-Update = today, and
-    Applies-To = the current version's minor series. Changes of other patches in the same
-    files stay out of it. It runs [install] version_command (when set) for that version.
+    Applies-To = open-ended from the current minor release (>=0.21 for 0.21.5). Changes of
+    other patches in the same files stay out of it. It runs [install] version_command (when
+    set) for that version.
 
     \b
     Example:
