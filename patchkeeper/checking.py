@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ class RefReport:
     commit: str
     version: VersionInfo
     results: list[PatchResult]
+    seconds: float = 0.0  # how long judging this ref took (JUnit's `time`)
 
 
 # ---------------------------------------------------------------- which refs
@@ -177,6 +179,7 @@ def check_refs(
     for number, (ref, commit, tree, version) in enumerate(
         zip(refs, commits, trees, versions, strict=True)
     ):
+        started = time.monotonic()
         earlier = judged.get(tree) if reuse else None
         if earlier is not None and same_choices(patch_set, earlier[0], version.version):
             results = [_copy(result) for result in earlier[1]]
@@ -194,7 +197,8 @@ def check_refs(
                 listing=functools.partial(listings.listing, tree),
             ).results
             judged.setdefault(tree, (version.version, results))
-        reports.append(RefReport(ref, commit, version, results))
+        seconds = time.monotonic() - started
+        reports.append(RefReport(ref, commit, version, results, seconds))
         if progress is not None:
             progress(number + 1, len(refs), ref)
     return reports

@@ -38,7 +38,13 @@ _COLOURS = {
 
 
 def use_colour() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    """On a terminal only, and not when NO_COLOR is set and non-empty (no-color.org) or the
+    terminal is dumb (as git does)."""
+    return (
+        sys.stdout.isatty()
+        and not os.environ.get("NO_COLOR")
+        and os.environ.get("TERM") != "dumb"
+    )
 
 
 def paint(text: str, colour: str | None) -> str:
@@ -136,6 +142,8 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "leftovers": _LEFTOVERS,
     "audit": _AUDIT,
     "demo": {"sandbox": None, "steps": [], **_UPDATE},
+    "fleet report": {"reports_dir": None, "counts": {}, "hosts": [], "patches": []},
+    "fleet ready": {"install": None, "patch_set": None, "patches": []},
 }
 
 
@@ -147,7 +155,8 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
     a large document (`check` over many refs) is never held whole, as objects or as text; the
     bytes are those `json.dumps(document, indent=2)` gives."""
     document: dict[str, Any] = {"schema": SCHEMA, "command": command, "exit_code": exit_code}
-    document.update(copy.deepcopy(DOCUMENT_KEYS.get(command.split(" ")[0], {})))
+    keys = DOCUMENT_KEYS.get(command, DOCUMENT_KEYS.get(command.split(" ")[0], {}))
+    document.update(copy.deepcopy(keys))
     document.update(fields)
     out = _Chunks()
     for number, (key, value) in enumerate(document.items()):
