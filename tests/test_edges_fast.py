@@ -198,3 +198,28 @@ def test_tags_that_share_a_tree_are_judged_as_every_ref_afresh(tmp_path: Path) -
     outcomes = [[r.outcome for r in report.results] for report in fast]
     assert outcomes[1] == ["applied", "upstream-has-it"]  # same tree as v1.0.0, other version
     assert outcomes[4][0] == "upstream-has-it"
+
+
+# ---------------------------------------------------------------- JSON, streamed
+
+
+def test_a_streamed_document_is_the_bytes_of_the_whole_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from patchkeeper.report import SCHEMA, emit_json
+
+    targets = [
+        {"ref": "v1", "patches": [{"name": "a\u00e9\x1b", "offsets": [], "notes": ["x\ny"]}]},
+        {"ref": "v2", "patches": [], "nested": {"deep": [1, 2.5, None, True]}},
+    ]
+    flat = [{"name": f"p{n}", "ref": "v1"} for n in range(3)]
+    emit_json("check", 3, patch_set="ps", targets=iter(targets), patches=iter(flat))
+    streamed = capsys.readouterr().out
+    emit_json("check", 3, patch_set="ps", targets=iter(()), patches=[])
+    empty = capsys.readouterr().out
+    whole = {"schema": SCHEMA, "command": "check", "exit_code": 3, "patch_set": "ps",
+             "selection": None, "targets": targets, "patches": flat}  # fmt: skip
+    assert streamed == json.dumps(whole, indent=2) + "\n"
+    assert empty == json.dumps({**whole, "targets": [], "patches": []}, indent=2) + "\n"
