@@ -3,12 +3,15 @@ index or the object store.
 
 Many refs cost little more than one: their commits, versions and `Upstream-Has:` texts are
 read with one git process each for all refs together, and a group of patches whose files
-have the same blobs as on an earlier ref is not tried again (engine.TrialMemo).
+have the same blobs as on an earlier ref is not tried again (engine.TrialMemo). Each ref's
+entries come from a diff of its tree with the one before (scratch.TreeListings), and a ref
+whose tree was judged already, for a version that chooses alike, takes that answer whole.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +23,8 @@ from patchkeeper import git
 from patchkeeper.engine import TrialMemo, classify, read_blobs, upstream_has_contents
 from patchkeeper.errors import UserError
 from patchkeeper.outcomes import PatchResult
-from patchkeeper.patchset import PatchSet
+from patchkeeper.patchset import PatchSet, spec_contains
+from patchkeeper.scratch import TreeListings
 from patchkeeper.version import (
     VersionFile,
     VersionInfo,
@@ -88,17 +92,19 @@ class FetchError(UserError):
 # ---------------------------------------------------------------- about every ref at once
 
 
-def resolve(repo: Path, refs: Sequence[str]) -> list[str]:
-    """The commit each of REFS names, in one `git cat-file` process."""
-    query = "".join(f"{ref}^{{commit}}\n" for ref in refs).encode()
+def resolve(repo: Path, refs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The commit each of REFS names, and its tree, in one `git cat-file` process."""
+    query = "".join(f"{ref}^{{commit}}\n{ref}^{{tree}}\n" for ref in refs).encode()
     answers = git.run(["cat-file", "--batch-check"], repo, stdin=query).stdout.decode()
-    commits = []
-    for ref, answer in zip(refs, answers.splitlines(), strict=True):
-        sha, _, kind = answer.partition(" ")
+    lines = answers.splitlines()
+    commits, trees = [], []
+    for ref, commit, tree in zip(refs, lines[::2], lines[1::2], strict=True):
+        sha, _, kind = commit.partition(" ")
         if not kind.startswith("commit"):
             raise UserError(f"{repo}: {ref!r} names no commit here (a typo, or not fetched yet?)")
         commits.append(sha)
-    return commits
+        trees.append(tree.partition(" ")[0])
+    return commits, trees
 
 
 def versions_of(
@@ -161,30 +167,63 @@ def check_refs(
     refs = list(refs)
     if not refs:
         return []
-    commits = resolve(repo, refs)
+    commits, trees = resolve(repo, refs)
     versions = versions_of(repo, commits, version_file)
     variants = [v for p in patch_set.patches for v in p.variants]
     has = upstream_has_contents(repo, commits, variants)
     memo = TrialMemo() if reuse else None
+    chosen = [p.select(info.version) for p in patch_set.patches for info in versions]
+    listings = TreeListings(repo, {path for v in chosen if v for path in v.files}, trees)
+    judged: dict[str, tuple[Version | None, list[PatchResult]]] = {}  # tree -> first results
     reports = []
-    for number, (ref, commit, version) in enumerate(zip(refs, commits, versions, strict=True)):
+    for number, (ref, commit, tree, version) in enumerate(
+        zip(refs, commits, trees, versions, strict=True)
+    ):
         started = time.monotonic()
-        classification = classify(
-            patch_set,
-            repo,
-            version.version,
-            upstream_ref=commit,
-            target_ref=commit,
-            trees=False,
-            batch=batch,
-            memo=memo,
-            has_content=has[commit],
-        )
+        earlier = judged.get(tree) if reuse else None
+        if earlier is not None and same_choices(patch_set, earlier[0], version.version):
+            results = [_copy(result) for result in earlier[1]]
+        else:
+            results = classify(
+                patch_set,
+                repo,
+                version.version,
+                upstream_ref=commit,
+                target_ref=commit,
+                trees=False,
+                batch=batch,
+                memo=memo,
+                has_content=has[commit],
+                listing=functools.partial(listings.listing, tree),
+            ).results
+            judged.setdefault(tree, (version.version, results))
         seconds = time.monotonic() - started
-        reports.append(RefReport(ref, commit, version, classification.results, seconds))
+        reports.append(RefReport(ref, commit, version, results, seconds))
         if progress is not None:
             progress(number + 1, len(refs), ref)
     return reports
+
+
+def _copy(result: PatchResult) -> PatchResult:
+    """A result of its own for another ref: a shallow copy (nothing changes a result once
+    judged; copy.copy would cost more than the judging it saves)."""
+    twin = object.__new__(PatchResult)
+    twin.__dict__.update(result.__dict__)
+    return twin
+
+
+def same_choices(patch_set: PatchSet, one: Version | None, other: Version | None) -> bool:
+    """Whether the versions ONE and OTHER are judged alike on the same tree: every patch has
+    a variant for both, the same, and no Upstream-Fixed-In of it contains either (what is
+    said about such a patch names the version)."""
+    for patch in patch_set.patches:
+        variant = patch.select(one)
+        if variant is None or variant is not patch.select(other):
+            return False
+        fixed = variant.upstream_fixed_in
+        if spec_contains(fixed, one) or spec_contains(fixed, other):
+            return False
+    return True
 
 
 def check_ref(

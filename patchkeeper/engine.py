@@ -485,6 +485,7 @@ def classify(
     batch: bool | None = None,
     memo: TrialMemo | None = None,
     has_content: dict[Path, str] | None = None,
+    listing: Callable[[set[str]], bytes] | None = None,
 ) -> Classification:
     """Classify every patch of PATCH_SET in series order against the content LOAD puts in
     (or, with TARGET_REF, against that commit's content).
@@ -503,7 +504,8 @@ def classify(
     TREES: keep what a writer needs (the combined diff, each patch's diff); without it no
     tree is written at all. BATCH: apply patches in batches (off: one by one; the results
     are the same; default: BATCHES). MEMO: reuse results across refs (TARGET_REF only, no
-    records).
+    records). LISTING: TARGET_REF's `ls-tree -r -z` entries of the paths asked, when the
+    caller has them (scratch.TreeListings).
     """
     recorded = recorded or {}
     selected = {p.name: p.select(version) for p in patch_set.patches}
@@ -526,7 +528,7 @@ def classify(
         index = open_scratch(repo, scratch, private_objects=True)
         batch = BATCHES if batch is None else batch
         run = _Run(index, judging, selected, trees=trees, batch=batch)
-        classification = run.classify(patch_set, load, target_ref, memo)
+        classification = run.classify(patch_set, load, target_ref, memo, listing)
     except BaseException:
         scratch.close()
         raise
@@ -589,6 +591,7 @@ class _Run:
         load: Callable[[ScratchIndex, set[str]], None] | None,
         target_ref: str | None,
         memo: TrialMemo | None,
+        listing_of: Callable[[set[str]], bytes] | None = None,
     ) -> Classification:
         judging, index = self.judging, self.index
         paths: set[str] = set()
@@ -608,7 +611,10 @@ class _Run:
         known: dict[str, PatchResult] = {}  # results reused from an earlier ref
         to_remember: list[tuple[tuple, list[str]]] = []
         if target_ref is not None:
-            listing = index.listing(target_ref, paths) if paths else b""
+            if not paths:
+                listing = b""
+            else:
+                listing = listing_of(paths) if listing_of else index.listing(target_ref, paths)
             entries = _entries(listing)
             if memo is not None and not judging.recorded and judging.from_upstream is None:
                 wanted: set[str] = set()

@@ -12,14 +12,16 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.problems import Problem, raise_first
+from patchkeeper.variant_overlap import VariantChoice, overlap_problems
 
 SERIES_NAME = "series"
 PATCH_SUFFIXES = (".patch", ".diff")
@@ -91,16 +93,13 @@ class Patch:
     variants: tuple[PatchFile, ...]
 
     def select(self, version: Version | None) -> PatchFile | None:
-        """The variant for VERSION; None when no variant's range contains it.
+        """The variant for VERSION: the first with no Applies-To or one that contains it;
+        None when there is none. An unknown version only matches an unversioned variant."""
+        return self._choice(version)
 
-        An unknown version only matches an unversioned variant (one without Applies-To).
-        """
-        for variant in self.variants:
-            if variant.applies_to is None:
-                return variant
-            if version is not None and variant.applies_to.contains(version, prereleases=True):
-                return variant
-        return None
+    @cached_property
+    def _choice(self) -> VariantChoice:
+        return VariantChoice(self.variants)
 
 
 @dataclass(frozen=True)
@@ -800,56 +799,6 @@ def parse_patch_file(
     ), []
 
 
-# ---------------------------------------------------------------- variants
-
-
-def _probe_versions(specs: Iterable[SpecifierSet]) -> list[Version]:
-    """Versions on and around every boundary the specifiers name: enough to find an overlap."""
-    probes: set[Version] = {Version("0"), Version("99999")}
-    for spec_set in specs:
-        for spec in spec_set:
-            release = [int(x) for x in re.findall(r"\d+", spec.version.split("+")[0])][:6]
-            if not release:
-                continue
-            for length in range(1, len(release) + 1):
-                head = release[:length]
-                bumped = [*head[:-1], head[-1] + 1]
-                for point in (head, bumped):
-                    probes.add(Version(".".join(map(str, point))))
-                    probes.add(Version(".".join(map(str, [*point, 0, 1]))))
-                    if any(point):
-                        last = max(i for i, v in enumerate(point) if v)
-                        below = [*point[:last], point[last] - 1, 999999]
-                        probes.add(Version(".".join(map(str, below))))
-    return sorted(probes)
-
-
-def _overlap(a: PatchFile, b: PatchFile) -> Version | None:
-    if a.applies_to is None or b.applies_to is None:
-        return Version("0")
-    for probe in _probe_versions([a.applies_to, b.applies_to]):
-        if spec_contains(a.applies_to, probe) and spec_contains(b.applies_to, probe):
-            return probe
-    return None
-
-
-def _variant_problems(variants: list[PatchFile]) -> list[Problem]:
-    problems = []
-    for i, first in enumerate(variants):
-        for second in variants[i + 1 :]:
-            both = _overlap(first, second)
-            if both is not None:
-                problems.append(
-                    Problem(
-                        second.path,
-                        1,
-                        f"Applies-To overlaps variant {first.path.name} (both contain {both}); "
-                        "every variant in a folder needs its own range",
-                    )
-                )
-    return problems
-
-
 # ---------------------------------------------------------------- the whole set
 
 
@@ -886,7 +835,7 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
             problems += file_problems
             if parsed:
                 variants.append(parsed)
-        problems += _variant_problems(variants)
+        problems += overlap_problems(variants)
         if variants and len(variants) == len(files):
             patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
     known = {_real(file) for file in listed}  # one file seen through symlinks is one file,

@@ -6,6 +6,7 @@ import copy
 import json
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -148,12 +149,57 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
 
 def emit_json(command: str, exit_code: int, **fields: Any) -> None:
     """One document on stdout: `schema`, `command`, `exit_code`, then the command's keys
-    (DOCUMENT_KEYS), all present in every document; `error` too when the run stopped on one."""
+    (DOCUMENT_KEYS), all present in every document; `error` too when the run stopped on one.
+
+    A field given as an iterator (not a list) is a list written item by item as it comes, so
+    a large document (`check` over many refs) is never held whole, as objects or as text; the
+    bytes are those `json.dumps(document, indent=2)` gives."""
     document: dict[str, Any] = {"schema": SCHEMA, "command": command, "exit_code": exit_code}
     keys = DOCUMENT_KEYS.get(command, DOCUMENT_KEYS.get(command.split(" ")[0], {}))
     document.update(copy.deepcopy(keys))
     document.update(fields)
-    click.echo(json.dumps(document, indent=2, default=str))
+    out = _Chunks()
+    for number, (key, value) in enumerate(document.items()):
+        out.write(("{\n  " if number == 0 else ",\n  ") + json.dumps(key) + ": ")
+        if isinstance(value, Iterator):
+            _write_items(out, value)
+        else:
+            out.write(_nested(value, "\n  "))
+    out.write("\n}\n")
+    out.flush()
+
+
+def _nested(value: Any, indent: str) -> str:
+    """VALUE as `json.dumps(..., indent=2)` writes it where its lines start with INDENT."""
+    return json.dumps(value, indent=2, default=str).replace("\n", indent)
+
+
+def _write_items(out: _Chunks, items: Iterator[Any]) -> None:
+    """A list at the document's second level, one item at a time."""
+    separator = "[\n    "
+    for item in items:
+        out.write(separator + _nested(item, "\n    "))
+        separator = ",\n    "
+    out.write("[]" if separator.startswith("[") else "\n  ]")
+
+
+class _Chunks:
+    """Text for stdout, passed on in pieces of about a megabyte."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> None:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= 1 << 20:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            click.echo("".join(self._parts), nl=False)
+        self._parts, self._size = [], 0
 
 
 def patch_lines(

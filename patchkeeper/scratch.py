@@ -15,6 +15,7 @@ taken after the work is done.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import stat
@@ -257,3 +258,87 @@ def tree_diff(repo: Path, old: str, new: str, paths: Iterable[str] = ()) -> byte
     limited to PATHS when given."""
     limit = ["--", *paths] if paths else []
     return git.run(["diff", "--binary", "--full-index", old, new, *limit], repo).stdout
+
+
+def _under(path: str, paths: set[str]) -> bool:
+    """Whether a pathspec of PATHS (as `ls-tree` takes them: literal, a folder names all it
+    holds) matches PATH."""
+    if path in paths:
+        return True
+    cut = path.rfind("/")
+    while cut > 0:
+        if path[:cut] in paths:
+            return True
+        cut = path.rfind("/", 0, cut)
+    return False
+
+
+class TreeListings:
+    """`git ls-tree -r -z TREE -- PATHS` for many trees, by difference.
+
+    The first tree is listed once; every other tree's entries are the one before it changed
+    by what `git diff-tree` says differs between the two, all pairs in one process (a diff
+    of two trees skips the folders they share, so it costs what changed, not the size of the
+    repository or the number of paths). A tree that came before costs nothing.
+    """
+
+    def __init__(self, repo: Path, paths: Iterable[str], trees: Iterable[str]) -> None:
+        self.paths = set(paths)
+        self._entries: dict[str, dict[str, bytes]] = {}
+        order = list(dict.fromkeys(trees))
+        if not order or not self.paths:
+            self._entries = {tree: {} for tree in order}
+            return
+        first = git.run(["ls-tree", "-r", "-z", order[0], "--", *sorted(self.paths)], repo)
+        current: dict[str, bytes] = {}
+        for entry in first.stdout.split(b"\0"):
+            if entry:
+                current[entry.split(b"\t", 1)[1].decode(errors="surrogateescape")] = entry + b"\0"
+        self._entries[order[0]] = current
+        if len(order) == 1:
+            return
+        pairs = "".join(f"{old} {new}\n" for old, new in itertools.pairwise(order))
+        args = ["diff-tree", "-r", "-z", "--no-renames", "--stdin"]
+        output = git.run(args, repo, stdin=pairs.encode()).stdout
+        changes = self._changes(output)
+        for old, new in itertools.pairwise(order):
+            current = dict(current)
+            for path, entry in changes.get((old, new), ()):
+                if entry is None:
+                    current.pop(path, None)
+                else:
+                    current[path] = entry
+            self._entries[new] = current
+
+    def _changes(self, output: bytes) -> dict[tuple[str, str], list[tuple[str, bytes | None]]]:
+        """`diff-tree -z --stdin` output -> per pair of trees, (path, its new entry or None
+        when it is gone) for each changed path the pathspec matches."""
+        changes: dict[tuple[str, str], list[tuple[str, bytes | None]]] = {}
+        tokens = iter(output.split(b"\0"))
+        pair: list[tuple[str, bytes | None]] = []
+        for token in tokens:
+            if not token:
+                continue
+            if not token.startswith(b":"):  # "OLD NEW\n": the pair the changes after it are of
+                header, _, token = token.partition(b"\n")
+                old, new = header.decode().split()
+                pair = changes.setdefault((old, new), [])
+                if not token:
+                    continue
+            raw_path = next(tokens)
+            path = raw_path.decode(errors="surrogateescape")
+            if not _under(path, self.paths):
+                continue
+            _, mode, _, sha, status = token[1:].split(b" ")
+            if status == b"D":
+                pair.append((path, None))
+            else:
+                kind = b"commit" if mode == b"160000" else b"blob"
+                pair.append((path, b"%s %s %s\t%s\0" % (mode, kind, sha, raw_path)))
+        return changes
+
+    def listing(self, tree: str, paths: Iterable[str]) -> bytes:
+        """TREE's entries of PATHS (a subset of those given at the start), `ls-tree -z` form."""
+        wanted = set(paths)
+        entries = self._entries[tree]
+        return b"".join(entries[path] for path in sorted(entries) if _under(path, wanted))

@@ -7,15 +7,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchkeeper import exitcodes, remembered
-from patchkeeper import journal as jr
 from patchkeeper.bundled import bundled_patches
 from patchkeeper.config import Settings, load_settings
 from patchkeeper.errors import PatchkeeperError
 from patchkeeper.install import Install, open_install, refuse_if_busy_with_git
-from patchkeeper.lock import InstallLock, install_lock
 from patchkeeper.patchset import PatchSet, load_patch_set
+
+if TYPE_CHECKING:  # the journal and the lock are for writers: loaded when one asks
+    from patchkeeper.lock import InstallLock
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ def open_workspace(install_path: Path | None, patches_dir: Path | None) -> Works
 
 def refuse_if_unfinished(install: Install) -> None:
     """An update that stopped half-way is `recover`'s to finish; writing now would mix in."""
+    from patchkeeper import journal as jr
+
     journal = jr.load(install.state_dir)
     if journal is not None:
         raise PatchkeeperError(
@@ -73,6 +77,8 @@ _WHOLE_SET_WRITERS = frozenset({"apply", "update"})
 @contextmanager
 def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
     """Every command that writes to the install starts here: the lock, then the refusals."""
+    from patchkeeper.lock import install_lock
+
     with install_lock(workspace.install.state_dir, command, wait) as lock:
         refuse_if_unfinished(workspace.install)  # first: it may explain a git operation too
         refuse_if_busy_with_git(workspace.install)

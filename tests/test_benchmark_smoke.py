@@ -4,6 +4,7 @@ prints the table it promises."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,27 @@ def test_the_benchmark_runs_and_prints_its_table(tmp_path: Path) -> None:
                 "update, ", "patchkeeper --version", "patchkeeper --help"):  # fmt: skip
         assert row in out, (row, out)
     assert "per-patch plumbing floor (bash)" in out and "ms per patch per tag" in out
+
+
+EDGES = Path(__file__).resolve().parent / "benchmarks" / "bench_edges.py"
+
+
+def test_the_edge_benchmark_runs_and_prints_every_row(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(EDGES), "--files", "200", "--tags", "3", "--changes", "10",
+         "--patches", "5", "--variants", "3", "--same-tags", "3", "--runs", "1",
+         "--root", str(tmp_path / "e")],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert out.startswith("synthetic upstream: 200 files, 3 tags")
+    rows = (
+        "variants: check 5 x 3v x 1 ", "variants: lint 5 x 3v ", "no-change tags: check 5 x 3 ",
+        "many patches: check 20 x 3 ", "small: check 10 x 1 ", "small: patchkeeper --version",
+        "json: peak of check 5 x 3 ", "update, ",
+    )  # fmt: skip
+    for row in rows:
+        assert row in out, (row, out)
+    ratios = re.findall(r"\b(\d+\.\d\d)x\b", out)
+    assert len(ratios) == 13 and all(float(ratio) > 0 for ratio in ratios), out

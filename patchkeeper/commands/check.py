@@ -193,7 +193,7 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  #
             "since": str(since) if since is not None else None,
             "fetched": fetch_remote,
         },
-        targets=[
+        targets=(  # written one by one as they come (see emit_json)
             {
                 "ref": r.ref,
                 "commit": r.commit,
@@ -201,10 +201,10 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  #
                 "patches": [patch_json(p) for p in r.results],
             }
             for r in reports
-        ],
-        patches=[
+        ),
+        patches=(
             {"name": p.name, "outcome": p.outcome, "ref": r.ref} for r in reports for p in r.results
-        ],
+        ),
     )
 
 

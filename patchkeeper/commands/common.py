@@ -9,8 +9,6 @@ from typing import Any
 
 import click
 
-from patchkeeper.workspace import open_workspace
-
 
 def _patches(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
@@ -80,12 +78,21 @@ def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+def __getattr__(name: str) -> Any:
+    """`open_workspace`, loaded when a command asks for it: the options alone (lint's, for
+    one) need none of what opening an install and its patch set imports."""
+    if name == "open_workspace":
+        from patchkeeper.workspace import open_workspace
+
+        return open_workspace
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Seconds",
     "bundled_patches_option",
     "install_option",
     "json_option",
-    "open_workspace",
     "patches_option",
     "wait_option",
 ]

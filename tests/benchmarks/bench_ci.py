@@ -50,6 +50,7 @@ UPDATE_COMMAND = ["git", "pull", "--ff-only", "-q", "origin", "main"]
 @dataclass
 class Measured:
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # user + system, its processes together
     peak_kib: list[int] = field(default_factory=list)
     codes: set[int] = field(default_factory=set)
     git: int | None = None
@@ -67,7 +68,16 @@ TIME = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
 
 
 def run_once(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int]:
-    """(wall seconds, peak KiB of the largest process, exit code) of COMMAND.
+    """(wall seconds, peak KiB of the largest process, exit code) of COMMAND."""
+    seconds, _, peak, code = run_measured(command, cwd, env)
+    return seconds, peak, code
+
+
+def run_measured(
+    command: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds, peak KiB of the largest process, exit code) of COMMAND;
+    the CPU seconds are its processes' user and system time, all of them.
 
     The peak comes from GNU time (`%M`) when it is there: a process forked from this one
     would otherwise inherit this one's high-water mark in the kernel's accounting."""
@@ -85,7 +95,7 @@ def run_once(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float,
         if TIME:
             text = peak_file.read().split()
             peak = int(text[-1]) if text and text[-1].isdigit() else 0
-    return elapsed, peak, code
+    return elapsed, usage.ru_utime + usage.ru_stime, peak, code
 
 
 class Bench:
@@ -130,16 +140,26 @@ class Bench:
                     continue
                 if setup:
                     setup()
-                seconds, peak, code = run_once(command, cwd, self.env)
+                seconds, cpu, peak, code = run_measured(command, cwd, self.env)
                 if run == -1 and seconds < 10:
                     continue  # the warm-up
                 measured.seconds.append(seconds)
+                measured.cpu.append(cpu)
                 measured.peak_kib.append(peak)
                 measured.codes.add(code)
         if count:
             results[0].git = self.count_git(a, cwd, setup_a)
             results[1].git = self.count_git(b, cwd, setup_b)
         return results
+
+
+def compile_bytecode() -> None:
+    """Compile patchkeeper first: a run that compiles it (PYTHONDONTWRITEBYTECODE) is slower."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(HERE.parent.parent / "patchkeeper")],
+        check=True,
+        capture_output=True,
+    )
 
 
 def patchkeeper_command() -> list[str]:
@@ -202,11 +222,7 @@ def main() -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     tag_counts = [int(x) for x in args.tag_counts.split(",")]
     skip = set(filter(None, args.skip.split(",")))
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(HERE.parent.parent / "patchkeeper")],
-        check=True,
-        capture_output=True,
-    )
+    compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="pk-bench-") as tmp:
         root = args.root or Path(tmp) / "upstream"
         started = time.monotonic()

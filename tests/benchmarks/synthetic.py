@@ -222,3 +222,47 @@ def build(
         listing.write_text("".join(floor))
         upstream.floor_lists[size] = listing
     return upstream
+
+
+def variant_set(upstream: Upstream, size: int, variants: int) -> Path:
+    """The first SIZE patches, each as a folder of VARIANTS variants with disjoint `Applies-To`
+    ranges (`>=0.K,<0.K+1`), the last of them (`>=1.0`) for every tag: the same fixes as
+    patches-SIZE, chosen by version. Written once under ROOT/variants-SIZE-VARIANTS/."""
+    plain = upstream.patch_sets[size]
+    folder = upstream.root / f"variants-{size}-{variants}"
+    if folder.exists():
+        return folder
+    folder.mkdir()
+    names = (plain / "series").read_text().split()
+    for name in names:
+        text = (plain / name).read_text()
+        own = folder / name.removesuffix(".patch")
+        own.mkdir()
+        for k in range(variants):
+            spec = ">=1.0" if k == variants - 1 else f">=0.{k},<0.{k + 1}"
+            (own / f"v{k:02d}.patch").write_text(f"Applies-To: {spec}\n{text}")
+    (folder / "series").write_text("".join(f"{name.removesuffix('.patch')}/\n" for name in names))
+    (folder / "patchkeeper.toml").write_text((plain / "patchkeeper.toml").read_text())
+    return folder
+
+
+def same_tree_tags(upstream: Upstream, count: int) -> list[str]:
+    """COUNT release tags after the newest (v2.0.0, v2.1.0, ...), each on a commit of its own
+    whose tree is the newest tag's: releases that change nothing. Made in the install once."""
+    names = [f"v2.{n}.0" for n in range(count)]
+    git = ["git", "-C", str(upstream.install)]
+    have = subprocess.run([*git, "tag", "--list", "v2.*"], capture_output=True, text=True).stdout
+    if set(names) <= set(have.split()):
+        return names
+    stream = [b"reset refs/heads/same-tree\nfrom refs/tags/%s^0\n\n" % upstream.tags[-1].encode()]
+    for number, name in enumerate(names, 1):
+        stream.append(b"commit refs/heads/same-tree\nmark :%d\n" % number)
+        stream += [b"author " + _ID + b"\n", b"committer " + _ID + b"\n"]
+        stream.append(_data(f"release {name}: no change".encode()))
+        stream.append(f"reset refs/tags/{name}\nfrom :{number}\n\n".encode())
+    subprocess.run(
+        [*git, "fast-import", "--quiet", "--done", "--force"],
+        input=b"".join(stream) + b"done\n",
+        check=True,
+    )
+    return names
