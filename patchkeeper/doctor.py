@@ -26,7 +26,7 @@ from patchkeeper.instants import parse_instant
 from patchkeeper.leftovers import find_leftovers
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patching import worktree_status
-from patchkeeper.patchset import PatchSet, inspect_patch_set
+from patchkeeper.patchset import PatchSet, dangling_smoke, inspect_patch_set
 from patchkeeper.processes import run_in_group
 from patchkeeper.receipts import STASH_STEP, Receipts, install_receipts
 from patchkeeper.updater_refs import describe, updater_backups
@@ -132,11 +132,12 @@ def git_state_finding(install: Install, patch_set: PatchSet) -> Finding:
 # ---------------------------------------------------------------- patch set and patches
 
 
-def lint_finding(patch_set: PatchSet, problems: list[str]) -> Finding:
+def lint_finding(patch_set: PatchSet, problems: list[str], reason: str = "") -> Finding:
     count = len(patch_set.patches)
+    which = f"{patch_set.root} ({reason})" if reason else str(patch_set.root)
     if problems:
-        return Finding("patch set", False, f"{len(problems)} lint problem(s)", problems)
-    return Finding("patch set", True, f"{patch_set.root}: {count} patch(es), lints clean")
+        return Finding("patch set", False, f"{which}: {len(problems)} lint problem(s)", problems)
+    return Finding("patch set", True, f"{which}: {count} patch(es), lints clean")
 
 
 def patches_finding(context: _Context, seen: list[PatchResult] | None = None) -> Finding:
@@ -321,9 +322,10 @@ def _settings(patch_dir: Path, problems: list[str]) -> Settings:
         return Settings(source=None, install_path=Path(DEFAULT_INSTALL).expanduser())
 
 
-def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
+def diagnose(install_path: Path | None, patch_dir: Path, reason: str = "") -> DoctorReport:
+    """REASON: why this patch set (remembered.Choice), named in the patch set finding."""
     patch_set, lint = inspect_patch_set(patch_dir)
-    problems = [str(p) for p in lint]
+    problems = [str(p) for p in [*lint, *dangling_smoke(patch_set)]]
     settings = _settings(patch_set.root, problems)
     where = (install_path or settings.install_path).expanduser()
     findings: list[Finding] = []
@@ -331,7 +333,7 @@ def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
         install = open_install(where)
     except UserError as exc:
         findings.append(Finding("install", False, str(exc)))
-        findings.append(lint_finding(patch_set, problems))
+        findings.append(lint_finding(patch_set, problems, reason))
         return DoctorReport(where, findings)
     context = _Context(settings, patch_set, install)
     patches: list[PatchResult] = []
@@ -339,7 +341,7 @@ def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
         _guarded("install", lambda: install_finding(install, settings)),
         _guarded("interpreter", lambda: interpreter_finding(install, settings)),
         _guarded("git state", lambda: git_state_finding(install, patch_set)),
-        lint_finding(patch_set, problems),
+        lint_finding(patch_set, problems, reason),
         _guarded("patches", lambda: patches_finding(context, patches)),
         _guarded("timeout budget", lambda: budget_finding(context)),
         _guarded("last update", lambda: last_update_finding(install)),

@@ -826,6 +826,23 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
     return PatchSet(root, tuple(patches)), problems
 
 
+def dangling_smoke(patch_set: PatchSet) -> list[Problem]:
+    """A `Smoke:` name with no smoke/NAME.py behind it: lint's error, never a silent pass.
+
+    Not a load error: smoke, apply and update still run and say "could not check" for it.
+    """
+    problems = []
+    for variant in (v for p in patch_set.patches for v in p.variants):
+        for name in variant.smoke:
+            stem = name.removesuffix(".py")
+            if not (patch_set.root / "smoke" / f"{stem}.py").is_file():
+                lines = variant.path.read_text(encoding="utf-8", errors="replace").splitlines()
+                line = _field_line([text.lower() for text in lines], "smoke")
+                why = f"Smoke {name!r}: no check named {stem} (smoke/{stem}.py is missing)"
+                problems.append(Problem(variant.path, line, why))
+    return problems
+
+
 def load_patch_set(root: Path) -> PatchSet:
     """The patch set, or a one-line error (exit 2) naming the first problem."""
     patch_set, problems = inspect_patch_set(root)

@@ -10,6 +10,7 @@ import click
 from patchkeeper.bundled import bundled_patches
 from patchkeeper.commands.common import install_option, json_option, patches_option
 from patchkeeper.doctor import DoctorReport, diagnose
+from patchkeeper.remembered import choose_near
 from patchkeeper.report import emit_json, paint, patch_json
 
 
@@ -35,6 +36,9 @@ def render(report: DoctorReport) -> None:
 def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
     """Say whether the install is safe to update unattended; exit 0 only when all hold.
 
+    The patch set is chosen as every command chooses it (--patches, PATCHKEEPER_PATCHES, the
+    set the install was applied from, the bundled one) and the report says which.
+
     Checks: install and interpreter found; no merge in progress and no leftovers; the patch
     set lints; every patch in place; the timeout budget the smoke checks read from the install
     (`--probe`) holds; the last update ended well.
@@ -48,7 +52,8 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     Example:
       patchkeeper doctor --install ~/.hermes/hermes-agent
     """
-    report = diagnose(install_path, (patches_dir or bundled_patches()).expanduser())
+    choice = choose_near(patches_dir, install_path)
+    report = diagnose(install_path, (choice.path or bundled_patches()).expanduser(), choice.reason)
     if as_json:
         findings = [asdict(f) for f in report.findings]
         emit_json(

@@ -1,0 +1,100 @@
+"""A patch set tells the truth about itself (issue 14, items 9 and 10).
+
+A `Smoke:` name with no check behind it is a lint error and "could not check" everywhere
+else, never a silent pass; lint and doctor judge the same set every other command uses,
+and say which. Real git repositories and the CLI as a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import GIT_ID, diff_of, git, make_repo, patch_text, write_patch_set
+
+LINES = "".join(f"line {n}\n" for n in range(1, 21))
+PASSING_CHECK = (
+    "import json\nprint(json.dumps({'check': 'proof', 'verdict': 'pass', 'steps': []}))\n"
+)
+
+
+def pk(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k != "PATCHKEEPER_PATCHES"}
+    return subprocess.run(
+        [sys.executable, "-m", "patchkeeper", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**clean, **GIT_ID, "NO_COLOR": "1", **(env or {})},
+        check=False,
+    )
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Path]:
+    """An install and a set whose one patch names the check `proof` (smoke/proof.py)."""
+    upstream = make_repo(tmp_path / "upstream", {"app.py": LINES}, tag="v1.0")
+    install = tmp_path / "install"
+    git(tmp_path, "clone", "-q", str(upstream), str(install))
+    fix = patch_text(diff_of(install, {"app.py": LINES.replace("line 3\n", "fixed\n")}),
+                     smoke="proof")  # fmt: skip
+    config = f'[install]\npython = "{sys.executable}"\n'
+    patches = write_patch_set(tmp_path / "patches", {"fix.patch": fix}, config)
+    (patches / "smoke").mkdir()
+    (patches / "smoke" / "proof.py").write_text(PASSING_CHECK)
+    return install, patches
+
+
+# ---------------------------------------------------------------- item 9: dangling Smoke
+
+
+def test_a_smoke_name_without_a_check_is_a_lint_error(world) -> None:
+    _, patches = world
+    assert pk("lint", "--patches", patches).returncode == 0
+    (patches / "smoke" / "proof.py").unlink()
+    proc = pk("lint", "--patches", patches)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"{patches / 'fix.patch'}:2: Smoke 'proof': no check named proof" in proc.stdout
+
+
+@pytest.mark.parametrize("verb", ["smoke"])
+def test_smoke_and_apply_say_could_not_check_for_a_dangling_name(world, verb: str) -> None:
+    install, patches = world
+    (patches / "smoke" / "proof.py").unlink()
+    proc = pk(verb, "--install", install, "--patches", patches, "--json")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    [check] = json.loads(proc.stdout)["smoke"]["checks"] if verb == "apply" else (
+        json.loads(proc.stdout)["checks"])  # fmt: skip
+    assert check["name"] == "proof" and check["verdict"] == "error"
+    assert check["detail"].startswith("could not check: no check named proof")
+
+
+# ---------------------------------------------------------------- item 10: one choice
+
+
+def test_lint_and_doctor_judge_the_set_of_the_environment(world, tmp_path: Path) -> None:
+    install, _ = world
+    broken = write_patch_set(tmp_path / "broken", {"bad.patch": "not a patch\n"})
+    env = {"PATCHKEEPER_PATCHES": str(broken)}
+    lint = pk("lint", env=env)
+    assert lint.returncode == 2, lint.stdout + lint.stderr
+    assert f"{broken} (PATCHKEEPER_PATCHES): 0 patch(es)" in lint.stderr
+    doctor = pk("doctor", "--install", install, "--json", env=env)
+    [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["name"] == "patch set"]
+    assert finding["summary"].startswith(f"{broken} (PATCHKEEPER_PATCHES): ")
+    assert not finding["ok"]
+
+
+def test_lint_and_doctor_judge_the_set_the_install_was_applied_from(world) -> None:
+    install, patches = world
+    applied = pk("apply", "--install", install, "--patches", patches)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    remembered = f"{patches} (the set this install was last applied from)"
+    lint = pk("lint", "--install", install, "--json")
+    assert json.loads(lint.stdout)["patch_set"] == remembered
+    doctor = pk("doctor", "--install", install, "--json")
+    [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["name"] == "patch set"]
+    assert finding["summary"] == f"{remembered}: 1 patch(es), lints clean"
