@@ -24,7 +24,7 @@ from patchkeeper.patchset import load_patch_set
 
 CHECK = bundled_patches() / "smoke" / "ledger_adoption.py"
 STEPS = ("1 happy path", "2 compare-and-set", "3 lock stall", "4 error classification",
-         "5 schema once")  # fmt: skip
+         "5 schema once", "6 ledger emptied, recreated")  # fmt: skip
 
 
 @pytest.fixture
@@ -59,7 +59,9 @@ def test_unpatched_the_stall_loses_the_hand_off_and_the_schema_reruns(
     assert proc.returncode == 4, proc.stderr
     (check,) = json.loads(proc.stdout)["checks"]
     steps = {s["name"]: s for s in check["steps"]}
-    assert [s["verdict"] for s in check["steps"]] == ["pass", "pass", "fail", "pass", "fail"]
+    assert [s["verdict"] for s in check["steps"]] == [
+        "pass", "pass", "fail", "pass", "fail", "pass"
+    ]  # fmt: skip
     assert check["verdict"] == "fail"
     stall = steps["3 lock stall"]["detail"]
     assert "OperationalError: database is locked after 5." in stall
@@ -130,6 +132,7 @@ def test_a_fix_that_retries_by_exception_class_fails_compare_and_set_and_classif
         "3 lock stall": "pass",
         "4 error classification": "fail",
         "5 schema once": "fail",
+        "6 ledger emptied, recreated": "pass",
     }
     details = {s.name: s.detail for s in result.steps}
     assert details["2 compare-and-set"] == "a refusal was retried (3 adoption calls)"

@@ -20,6 +20,9 @@ HERMES_HOME. Standard library only; Python 3.11 to 3.14. It drives the install's
                    column (a non-busy OperationalError), raises at once, one attempt.
   5 schema once    20 ledger calls in one process run the schema script at most once
                    (CREATE/ALTER statements seen by a sqlite3 trace callback).
+  6 emptied, recreated  the same process then empties the ledger in place (truncated to
+                   0 bytes, same inode) and deletes it; a ledger call after each must work
+                   (a schema remembered too well fails with "no such table").
 
 `--probe` only reads the timeout budget from the install (doctor uses it): the gateway's
 grace, the ledger's busy timeout, whether the launcher passes its deadline, the retry's stop
@@ -426,7 +429,34 @@ def role_schema(calls: int) -> None:
         else:
             executions.mark_execution_handoff_pending(current)
         per_call.append(len(seen) - before)
-    reply({"per_call": per_call, "connections": connections[0], "first": seen[:3]})
+    survived = {how: _after(how, ledger, executions) for how in ("emptied", "recreated")}
+    reply({
+        "per_call": per_call,
+        "connections": connections[0],
+        "first": seen[:3],
+        "survived": survived,
+    })
+
+
+def _after(how: str, ledger: Path, executions: Any) -> str:
+    """A ledger call in this same process after the ledger was HOW: "" when it worked.
+
+    emptied: its -wal and -shm removed and the file truncated to 0 bytes (same inode);
+    recreated: every file removed, so the next call creates it anew (the inode may be
+    reused). Either way the schema must be there again, whatever this process remembers.
+    """
+    for suffix in ("-wal", "-shm", "-journal"):
+        ledger.with_name(ledger.name + suffix).unlink(missing_ok=True)
+    if how == "emptied":
+        with ledger.open("r+b") as file:
+            file.truncate(0)
+    else:
+        ledger.unlink()
+    try:
+        executions.create_execution(JOB_ID, source="patchkeeper-smoke")
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
 
 
 # ================================================================ the orchestrator
@@ -520,6 +550,7 @@ class Check:
         self.facts: dict[str, Any] = {}
         self.latency: dict[str, float] = {}
         self.workers = 0
+        self.survived: dict[str, str] = {}  # step 5's ledger emptied/recreated: error or ""
 
     # ------------------------------------------------------------ helpers
 
@@ -634,7 +665,18 @@ class Check:
         ran = [count for count in seen["per_call"] if count]
         total = sum(ran)
         said = f"schema ran in {len(ran)} of {SCHEMA_CALLS} ledger calls ({total} statements)"
+        self.survived = seen["survived"]
         return ("pass" if len(ran) <= 1 else "fail"), said
+
+    def schema_survives(self) -> tuple[str, str]:
+        """After step 5's calls, the same process empties the ledger in place, then deletes
+        it: the next ledger call must find its table (no "no such table" until a restart)."""
+        if not self.survived:
+            raise RoleError("step 5 did not run: nothing to judge")
+        broken = [f"{how}: {error}" for how, error in self.survived.items() if error]
+        if broken:
+            return "fail", "a ledger call after the ledger was " + "; ".join(broken)
+        return "pass", "ledger calls work after the ledger was emptied in place and recreated"
 
 
 def _corrupt_ledger(path: Path) -> None:
@@ -772,6 +814,7 @@ def full_run(home: Path) -> dict[str, Any]:
         steps.append(step("3 lock stall", lambda: check.lock_stall(stalled, hold)))
     steps.append(step("4 error classification", lambda: check.error_classes(first["payload"])))
     steps.append(step("5 schema once", check.schema_once))
+    steps.append(step("6 ledger emptied, recreated", check.schema_survives))
     latency = {f"latency_{k}_seconds": round(v, 3) for k, v in check.latency.items()}
     return {
         "check": CHECK,
