@@ -502,6 +502,21 @@ def checks_for_patches(
     return list(dict.fromkeys([*names, *settings.smoke_checks]))
 
 
+def patches_proven_by(
+    patch_set: PatchSet, results: Iterable[PatchResult], checks: Iterable[str]
+) -> list[str]:
+    """The patches among RESULTS whose chosen variant's `Smoke:` header names one of CHECKS."""
+    wanted = {name.removesuffix(".py") for name in checks}
+    names = []
+    for result in results:
+        patch = patch_set.by_name(result.name)
+        chosen = patch_set.root / result.variant if result.variant else None
+        for variant in patch.variants if patch else ():
+            if variant.path == chosen and wanted & {n.removesuffix(".py") for n in variant.smoke}:
+                names.append(result.name)
+    return list(dict.fromkeys(names))
+
+
 def run_for_patches(
     install: Install,
     settings: Settings,
