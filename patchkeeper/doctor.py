@@ -161,7 +161,8 @@ def _probe_names(context: _Context) -> list[str]:
 
 
 def budget_finding(context: _Context) -> Finding:
-    """Ask every smoke check the patch set relies on for the budget it reads (`--probe`)."""
+    """Run the path every smoke check the patch set relies on probes (`--probe`: the
+    launcher and the worker, no stall) and judge the chain from what it measured."""
     names = _probe_names(context)
     if not names:
         return Finding("timeout budget", True, "no smoke check names a budget to read")
@@ -176,17 +177,40 @@ def budget_finding(context: _Context) -> Finding:
     )
     details: list[str] = []
     for result in report.results:
-        if result.verdict == smoke.ERROR and not result.steps:
-            details.append(f"{result.name}: could not check: {result.detail}")
+        if result.verdict == smoke.ERROR and (result.detail or not result.steps):
+            details.append(f"{result.name}: could not check: {_without_prefix(result.detail)}")
         details += [f"{result.name}: {s.name}: {s.verdict}, {s.detail}" for s in result.steps]
     facts = {result.name: result.extra for result in report.results}
     ok = report.exit_code == exitcodes.OK
-    return Finding("timeout budget", ok, _budget_summary(facts, ok), details, facts)
+    summary = _budget_summary(facts) if ok else _budget_cause(report)
+    return Finding("timeout budget", ok, summary, details, facts)
 
 
-def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
+def _without_prefix(detail: str) -> str:
+    return detail.removeprefix("could not check: ")
+
+
+def _budget_cause(report: smoke.SmokeReport) -> str:
+    """Why the chain could not be judged or does not hold, first cause first: the
+    interpreter, then what the path raised (a name it lacks), then the failing figures."""
+    python = report.python
+    if not python.found or not python.installs_own:
+        return f"could not check: interpreter: {python.note}; the chain was not judged"
+    for result in report.results:
+        broken = [s for s in result.steps if s.verdict == smoke.ERROR]
+        if result.verdict == smoke.ERROR and (broken or not result.steps or result.detail):
+            cause = broken[0].detail if broken else result.detail
+            return f"could not check: {result.name}: {_without_prefix(cause)}"
+    failing = [
+        f"{r.name}: {s.name}" for r in report.results for s in r.steps if s.verdict == smoke.FAIL
+    ]
+    return "chain does NOT hold: " + "; ".join(failing)
+
+
+def _budget_summary(facts: dict[str, dict[str, Any]]) -> str:
     """The numbers, when a check reported them in the common vocabulary (seconds)."""
     words = {
+        "gateway_wait_seconds": "gateway waits",
         "grace_seconds": "grace",
         "retry_budget_seconds": "retry budget",
         "stop_margin_seconds": "stop margin",
@@ -196,8 +220,7 @@ def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
     for check_facts in facts.values():
         present = [(key, label) for key, label in words.items() if key in check_facts]
         numbers += [f"{label} {check_facts[key]:g} s" for key, label in present]
-    verdict = "chain holds" if ok else "chain does NOT hold"
-    return f"{verdict}: {', '.join(numbers)}" if numbers else verdict
+    return f"chain holds: {', '.join(numbers)}" if numbers else "chain holds"
 
 
 # ---------------------------------------------------------------- the last update
