@@ -1,36 +1,24 @@
-"""A patch set tells the truth about itself (issue 14, items 9 and 10).
+"""A patch set tells the truth about itself (issue 14, items 6, 9 and 10).
 
-A `Smoke:` name with no check behind it is a lint error and "could not check" everywhere
-else, never a silent pass; lint and doctor judge the same set every other command uses,
-and say which. Real git repositories and the CLI as a subprocess.
+apply proves what it wrote; a `Smoke:` name with no check behind it is a lint error and
+"could not check" everywhere else, never a silent pass; lint and doctor judge the same set
+every other command uses, and say which. Real git repositories and the CLI as a subprocess.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import GIT_ID, diff_of, git, make_repo, patch_text, write_patch_set
+from helpers import diff_of, git, make_repo, patch_text, write_patch_set
+from test_patch_set_choice import pk  # the CLI, with PATCHKEEPER_PATCHES only when given
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
 PASSING_CHECK = (
     "import json\nprint(json.dumps({'check': 'proof', 'verdict': 'pass', 'steps': []}))\n"
 )
-
-
-def pk(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k != "PATCHKEEPER_PATCHES"}
-    return subprocess.run(
-        [sys.executable, "-m", "patchkeeper", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env={**clean, **GIT_ID, "NO_COLOR": "1", **(env or {})},
-        check=False,
-    )
 
 
 @pytest.fixture
