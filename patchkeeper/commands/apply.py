@@ -45,7 +45,7 @@ SKIPPED = "skipped"  # --no-smoke: the patches written are not proven
 def command(
     install_path: Path | None, patches_dir: Path | None, wait: float, no_smoke: bool, as_json: bool
 ) -> int:
-    """Apply every patch that applies; report the rest; prove what it wrote.
+    """Apply every patch that applies; report the rest.
 
     Running it twice changes nothing the second time. A conflicting patch writes nothing, nor
     does any later patch that shares a file with it (exit 3). The user's own edits are kept.

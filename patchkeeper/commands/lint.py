@@ -23,11 +23,12 @@ from patchkeeper.report import emit_json
 @patches_option
 @json_option
 def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
-    """Check series, headers, specifiers, variants, diffs, paths and Smoke names of a set.
+    """Check series, headers, specifiers, variants, diffs and paths of a patch set.
 
-    Prints one `FILE:LINE: problem` line per problem; exit 2 if there is any. The set is
-    chosen as every command chooses it: --patches, PATCHKEEPER_PATCHES, the set the install
-    (--install, else the default one, when it is there) was applied from, the bundled one.
+    Every `Smoke:` name must have its smoke/NAME.py. Prints one `FILE:LINE: problem` line per
+    problem; exit 2 if there is any. The set is chosen as every command chooses it:
+    --patches, PATCHKEEPER_PATCHES, the set the install (--install, else the default one,
+    when it is there) was applied from, the bundled one.
 
     \b
     Example:
