@@ -177,12 +177,12 @@ def budget_finding(context: _Context) -> Finding:
     )
     details: list[str] = []
     for result in report.results:
-        if result.verdict == smoke.ERROR and (result.detail or not result.steps):
+        if result.verdict == smoke.ERROR and not result.steps:
             details.append(f"{result.name}: could not check: {_without_prefix(result.detail)}")
         details += [f"{result.name}: {s.name}: {s.verdict}, {s.detail}" for s in result.steps]
     facts = {result.name: result.extra for result in report.results}
     ok = report.exit_code == exitcodes.OK
-    summary = _budget_summary(facts) if ok else _budget_cause(report)
+    summary = f"chain holds{_figures(facts)}" if ok else _budget_cause(report, facts)
     return Finding("timeout budget", ok, summary, details, facts)
 
 
@@ -190,7 +190,7 @@ def _without_prefix(detail: str) -> str:
     return detail.removeprefix("could not check: ")
 
 
-def _budget_cause(report: smoke.SmokeReport) -> str:
+def _budget_cause(report: smoke.SmokeReport, facts: dict[str, dict[str, Any]]) -> str:
     """Why the chain could not be judged or does not hold, first cause first: the
     interpreter, then what the path raised (a name it lacks), then the failing figures."""
     python = report.python
@@ -201,14 +201,12 @@ def _budget_cause(report: smoke.SmokeReport) -> str:
         if result.verdict == smoke.ERROR and (broken or not result.steps or result.detail):
             cause = broken[0].detail if broken else result.detail
             return f"could not check: {result.name}: {_without_prefix(cause)}"
-    failing = [
-        f"{r.name}: {s.name}" for r in report.results for s in r.steps if s.verdict == smoke.FAIL
-    ]
-    return "chain does NOT hold: " + "; ".join(failing)
+    failing = [s.name for r in report.results for s in r.steps if s.verdict == smoke.FAIL]
+    return f"chain does NOT hold{_figures(facts)} (failing: {'; '.join(failing)})"
 
 
-def _budget_summary(facts: dict[str, dict[str, Any]]) -> str:
-    """The numbers, when a check reported them in the common vocabulary (seconds)."""
+def _figures(facts: dict[str, dict[str, Any]]) -> str:
+    """': NUMBERS' when a check reported them in the common vocabulary (seconds), else ''."""
     words = {
         "gateway_wait_seconds": "gateway waits",
         "grace_seconds": "grace",
@@ -220,7 +218,7 @@ def _budget_summary(facts: dict[str, dict[str, Any]]) -> str:
     for check_facts in facts.values():
         present = [(key, label) for key, label in words.items() if key in check_facts]
         numbers += [f"{label} {check_facts[key]:g} s" for key, label in present]
-    return f"chain holds: {', '.join(numbers)}" if numbers else "chain holds"
+    return f": {', '.join(numbers)}" if numbers else ""
 
 
 # ---------------------------------------------------------------- the last update

@@ -49,13 +49,7 @@ from patchkeeper.scratch import (
     scratch_index,
     worktree_paths_tree,
 )
-from patchkeeper.smoke import (
-    Interpreter,
-    interpreter_facts,
-    patches_proven_by,
-    run_for_patches,
-    worst_verdict,
-)
+from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
 from patchkeeper.workspace import Workspace
@@ -235,10 +229,6 @@ def run_smoke_checks(
     )
     failing = [c.name for c in checks if c.verdict != "pass"]
     action = _smoke_action(ws, ran.python, status, failing) if failing else ""
-    if unproven := patches_proven_by(ws.patch_set, results, failing):  # they stay in place
-        out = (nextstep.command("unapply", n, install=ws.install.path, patches=ws.patch_set.root)
-               for n in unproven)  # fmt: skip
-        action += f"; {', '.join(unproven)} stay in place; to take out: {' && '.join(out)}"
     listed = [{"name": c.name, "verdict": c.verdict, "detail": c.detail} for c in checks]
     return SmokeReport(status, detail, listed, python, action)
 

@@ -119,10 +119,10 @@ def test_github_format_annotates_the_failing_hunk_and_writes_a_summary(
     )  # fmt: skip
     assert proc.returncode == 3
     errors = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
-    assert len(errors) == 3  # the worker's two hunks on the half-wired v0.22.0, schema-once
+    assert len(errors) == 3  # the worker's two hunks on the half-wired v0.22.1, schema-once
     for error in errors[:2]:
         assert error.startswith("::error file=patches/adoption-retry/scheduler-0.21.patch,")
-        assert "adoption-retry does not apply on v0.22.0" in error
+        assert "adoption-retry does not apply on v0.22.1" in error
     patch_lines = (sandbox.patches / "schema-once.patch").read_text().split("\n")
     hunk = next(n for n, line in enumerate(patch_lines, 1) if line.startswith("@@"))
     assert errors[2].startswith(f"::error file=patches/schema-once.patch,line={hunk},title=")

@@ -192,13 +192,15 @@ def apply_check(
         (ADOPTION, "v0.21.2", "offset"),
         (ADOPTION, "v0.21.3", "offset"),  # real upstream line numbers: offset even at base
         (ADOPTION, "v0.21.5", "offset"),
-        (ADOPTION, "v0.22.0", "conflict"),  # half-wired upstream: never upstream-has-it
+        (ADOPTION, "v0.22.0", "offset"),
+        (ADOPTION, "v0.22.1", "conflict"),  # half-wired upstream: never upstream-has-it
         (ADOPTION, "v0.23.0", "upstream-has-it"),
         (ADOPTION, "v0.24.0", "upstream-has-it"),
         (SCHEMA, "v0.21.2", "offset"),
         (SCHEMA, "v0.21.3", "offset"),
         (SCHEMA, "v0.21.5", "offset"),
         (SCHEMA, "v0.22.0", "offset"),
+        (SCHEMA, "v0.22.1", "offset"),
         (SCHEMA, "v0.23.0", "offset"),
         (SCHEMA, "v0.24.0", "conflict"),
     ],

@@ -17,7 +17,8 @@ EXPECTED = {  # the patches carry real upstream line numbers: an offset even at 
     "v0.21.2": {"adoption-retry": "not-applicable", "schema-once": "applied-offset"},
     "v0.21.3": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
     "v0.21.5": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.22.0": {"adoption-retry": "conflict", "schema-once": "applied-offset"},
+    "v0.22.0": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
+    "v0.22.1": {"adoption-retry": "conflict", "schema-once": "applied-offset"},
     "v0.23.0": {"adoption-retry": "upstream-has-it", "schema-once": "applied-offset"},
     "v0.24.0": {"adoption-retry": "upstream-has-it", "schema-once": "conflict"},
 }
@@ -36,15 +37,15 @@ def test_check_against_every_tag(sandbox: Sandbox) -> None:
     sandbox.fetch_tags()
     before = tree_snapshot(sandbox.install)
     code, doc = pk(sandbox, "check", *[a for tag in TAGS for a in ("--ref", tag)])
-    assert code == 3  # v0.22.0 and v0.24.0 conflict
+    assert code == 3  # v0.22.1 and v0.24.0 conflict
     got = {t["ref"]: {p["name"]: p["outcome"] for p in t["patches"]} for t in doc["targets"]}
     assert got == EXPECTED
     by_ref = {t["ref"]: t for t in doc["targets"]}
     # Before #110192 (v0.21.2) no variant applies: the launcher hunk would name an undefined
-    # HANDOFF_ADOPTION_GRACE_SECONDS. The half-wired v0.22.0 is a conflict, never "has it".
+    # HANDOFF_ADOPTION_GRACE_SECONDS. The half-wired v0.22.1 is a conflict, never "has it".
     before_110192 = by_ref["v0.21.2"]["patches"][0]["detail"]
     assert before_110192 == "no variant's Applies-To contains version 0.21.2"
-    half = by_ref["v0.22.0"]["patches"][0]["conflicts"]  # the worker's two hunks
+    half = by_ref["v0.22.1"]["patches"][0]["conflicts"]  # the worker's two hunks
     assert {(c["file"], c["hunk"]) for c in half} == {
         ("cron/scheduler.py", 2),
         ("cron/scheduler.py", 3),

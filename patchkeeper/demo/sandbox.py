@@ -20,7 +20,8 @@ release history at the hook points, and what each does to the bundled patches:
     v0.21.3  like real 0.21.3 (PR #110192): the ack wait is the 30 s grace, the launcher reads
              the dispatch mode: both patches apply; the sandbox installs this release
     v0.21.5  code moved down: both apply at an offset
-    v0.22.0  upstream wires its own adopt_with_retry in the worker only (the launcher writes
+    v0.22.0  more code moved down: both apply at an offset
+    v0.22.1  upstream wires its own adopt_with_retry in the worker only (the launcher writes
              no deadline): adoption-retry conflicts, never upstream-has-it
     v0.23.0  the launcher writes the deadline too: adoption-retry is upstream-has-it (by
              content, scoped probes); schema-once still applies
@@ -45,13 +46,14 @@ from patchkeeper.bundled import bundled_patches
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.errors import UserError
 
-TAGS = ("v0.21.2", "v0.21.3", "v0.21.5", "v0.22.0", "v0.23.0", "v0.24.0")
+TAGS = ("v0.21.2", "v0.21.3", "v0.21.5", "v0.22.0", "v0.22.1", "v0.23.0", "v0.24.0")
 INSTALL_TAG = "v0.21.3"  # where a sandbox's install starts unless asked otherwise
 RELEASE_DATES = {  # commit and tag dates: part of what makes the shas reproducible
     "v0.21.2": "2026-09-07T12:00:00+00:00",
     "v0.21.3": "2026-09-14T12:00:00+00:00",
     "v0.21.5": "2026-09-28T12:00:00+00:00",
     "v0.22.0": "2026-10-12T12:00:00+00:00",
+    "v0.22.1": "2026-10-19T12:00:00+00:00",
     "v0.23.0": "2026-10-26T12:00:00+00:00",
     "v0.24.0": "2026-11-09T12:00:00+00:00",
 }
