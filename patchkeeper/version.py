@@ -54,10 +54,9 @@ class VersionFile:
         if text is None:
             reason = f"no match for version_pattern {self.pattern.pattern!r}"
             return VersionInfo(None, f"{self.path}: {reason}", "unknown")
-        try:
-            return VersionInfo(Version(text), f"{self.path}: {text}", "file")
-        except InvalidVersion:
+        if (version := parse_version(text)) is None:
             return VersionInfo(None, f"{self.path}: {text!r} is not a PEP 440 version", "unknown")
+        return VersionInfo(version, f"{self.path}: {text}", "file")
 
 
 def version_from_worktree(repo: Path, version_file: VersionFile) -> VersionInfo:
@@ -80,6 +79,16 @@ def version_from_blob(repo: Path, ref: str, version_file: VersionFile) -> Versio
     return version_file.read(proc.stdout)
 
 
+def parse_version(text: str) -> Version | None:
+    """TEXT as a PEP 440 version, or None. A number past Python's int-conversion limit (4300
+    digits) is no version either: packaging raises ValueError on it, and an upstream that
+    states one after an update moved HEAD must not stop every later command."""
+    try:
+        return Version(text)
+    except (InvalidVersion, ValueError):
+        return None
+
+
 def fallen_back(info: VersionInfo, reasons: list[str]) -> VersionInfo:
     """INFO, its text first saying why the sources tried before it gave no version."""
     return replace(info, text="; ".join([*reasons, info.text]))
@@ -89,10 +98,7 @@ def tag_to_version(tag: str) -> Version | None:
     tag = tag.removeprefix("v")
     if canary := _CANARY_RE.match(tag):
         tag = f"{canary['base']}.dev{canary['stamp']}"
-    try:
-        return Version(tag)
-    except InvalidVersion:
-        return None
+    return parse_version(tag)
 
 
 def describe_to_version(described: str) -> Version | None:
@@ -102,7 +108,7 @@ def describe_to_version(described: str) -> Version | None:
     base = tag_to_version(match["tag"])
     if base is None or not match["distance"] or match["distance"] == "0":
         return base
-    return Version(f"{base.public}+{match['distance']}.g{match['sha'][:7]}")
+    return parse_version(f"{base.public}+{match['distance']}.g{match['sha'][:7]}")
 
 
 def version_of_ref(repo: Path, ref: str, version_file: VersionFile | None = None) -> VersionInfo:
@@ -146,11 +152,8 @@ def version_from_command(
     if done.timed_out:
         return VersionInfo(None, f"version command timed out after {timeout:g} s", "unknown")
     text = b"".join(output).decode(errors="replace").strip()
-    if done.exit_status == 0:
-        try:
-            return VersionInfo(Version(text), text, "command")
-        except InvalidVersion:
-            pass
+    if done.exit_status == 0 and (version := parse_version(text)) is not None:
+        return VersionInfo(version, text, "command")
     return VersionInfo(None, f"version command exited {done.exit_status}: {text!r}", "unknown")
 
 

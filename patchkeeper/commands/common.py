@@ -12,13 +12,20 @@ import click
 from patchkeeper.workspace import open_workspace
 
 
-def patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def _patches(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--patches",
         "patches_dir",
         type=click.Path(path_type=Path, file_okay=False),
         default=None,
-        help="Patch set folder (default: the bundled Hermes patch set).",
+        help=help_text,
+    )
+
+
+def patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return _patches(
+        "Patch set folder (default: PATCHKEEPER_PATCHES, else the set the install was last "
+        "applied from, else the bundled Hermes patch set)."
     )(f)
 
 

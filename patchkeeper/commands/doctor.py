@@ -40,13 +40,14 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     set the install was applied from, the bundled one) and the report says which.
 
     Checks: install and interpreter found; no merge in progress and no leftovers; the patch
-    set lints; every patch in place; the timeout budget the smoke checks read from the install
-    (`--probe`) holds; the last update ended well.
+    set lints; every patch in place; the timeout budget holds, judged by running the path
+    (`--probe`); the last update ended well. A failure names its first cause: the
+    interpreter, what the path raised (a name upstream does not define), the failing figures.
 
     It changes nothing in the install, but it runs things: [install] version_command (when
-    set), the interpreter (to print its version), and it runs every smoke check the patch set
-    names with `--probe`, which imports upstream code under the install's interpreter to read
-    the budget (with a scratch HOME under .git/patchkeeper/smoke/, removed afterwards).
+    set), the interpreter (to print its version), and every smoke check the patch set names
+    with `--probe`, which runs the install's own launcher and worker path under its own
+    interpreter (with a scratch HOME under .git/patchkeeper/smoke/, removed afterwards).
 
     \b
     Example:
