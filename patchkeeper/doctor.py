@@ -26,7 +26,7 @@ from patchkeeper.instants import parse_instant
 from patchkeeper.leftovers import find_leftovers
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patching import worktree_status
-from patchkeeper.patchset import PatchSet, inspect_patch_set
+from patchkeeper.patchset import PatchSet, dangling_smoke, inspect_patch_set
 from patchkeeper.processes import run_in_group
 from patchkeeper.receipts import STASH_STEP, Receipts, install_receipts
 from patchkeeper.updater_refs import describe, updater_backups
@@ -132,11 +132,12 @@ def git_state_finding(install: Install, patch_set: PatchSet) -> Finding:
 # ---------------------------------------------------------------- patch set and patches
 
 
-def lint_finding(patch_set: PatchSet, problems: list[str]) -> Finding:
+def lint_finding(patch_set: PatchSet, problems: list[str], reason: str = "") -> Finding:
     count = len(patch_set.patches)
+    which = f"{patch_set.root} ({reason})" if reason else str(patch_set.root)
     if problems:
-        return Finding("patch set", False, f"{len(problems)} lint problem(s)", problems)
-    return Finding("patch set", True, f"{patch_set.root}: {count} patch(es), lints clean")
+        return Finding("patch set", False, f"{which}: {len(problems)} lint problem(s)", problems)
+    return Finding("patch set", True, f"{which}: {count} patch(es), lints clean")
 
 
 def patches_finding(context: _Context, seen: list[PatchResult] | None = None) -> Finding:
@@ -160,7 +161,8 @@ def _probe_names(context: _Context) -> list[str]:
 
 
 def budget_finding(context: _Context) -> Finding:
-    """Ask every smoke check the patch set relies on for the budget it reads (`--probe`)."""
+    """Run the path every smoke check the patch set relies on probes (`--probe`: the
+    launcher and the worker, no stall) and judge the chain from what it measured."""
     names = _probe_names(context)
     if not names:
         return Finding("timeout budget", True, "no smoke check names a budget to read")
@@ -176,16 +178,37 @@ def budget_finding(context: _Context) -> Finding:
     details: list[str] = []
     for result in report.results:
         if result.verdict == smoke.ERROR and not result.steps:
-            details.append(f"{result.name}: could not check: {result.detail}")
+            details.append(f"{result.name}: could not check: {_without_prefix(result.detail)}")
         details += [f"{result.name}: {s.name}: {s.verdict}, {s.detail}" for s in result.steps]
     facts = {result.name: result.extra for result in report.results}
     ok = report.exit_code == exitcodes.OK
-    return Finding("timeout budget", ok, _budget_summary(facts, ok), details, facts)
+    summary = f"chain holds{_figures(facts)}" if ok else _budget_cause(report, facts)
+    return Finding("timeout budget", ok, summary, details, facts)
 
 
-def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
-    """The numbers, when a check reported them in the common vocabulary (seconds)."""
+def _without_prefix(detail: str) -> str:
+    return detail.removeprefix("could not check: ")
+
+
+def _budget_cause(report: smoke.SmokeReport, facts: dict[str, dict[str, Any]]) -> str:
+    """Why the chain could not be judged or does not hold, first cause first: the
+    interpreter, then what the path raised (a name it lacks), then the failing figures."""
+    python = report.python
+    if not python.found or not python.installs_own:
+        return f"could not check: interpreter: {python.note}; the chain was not judged"
+    for result in report.results:
+        broken = [s for s in result.steps if s.verdict == smoke.ERROR]
+        if result.verdict == smoke.ERROR and (broken or not result.steps or result.detail):
+            cause = broken[0].detail if broken else result.detail
+            return f"could not check: {result.name}: {_without_prefix(cause)}"
+    failing = [s.name for r in report.results for s in r.steps if s.verdict == smoke.FAIL]
+    return f"chain does NOT hold{_figures(facts)} (failing: {'; '.join(failing)})"
+
+
+def _figures(facts: dict[str, dict[str, Any]]) -> str:
+    """': NUMBERS' when a check reported them in the common vocabulary (seconds), else ''."""
     words = {
+        "gateway_wait_seconds": "gateway waits",
         "grace_seconds": "grace",
         "retry_budget_seconds": "retry budget",
         "stop_margin_seconds": "stop margin",
@@ -195,8 +218,7 @@ def _budget_summary(facts: dict[str, dict[str, Any]], ok: bool) -> str:
     for check_facts in facts.values():
         present = [(key, label) for key, label in words.items() if key in check_facts]
         numbers += [f"{label} {check_facts[key]:g} s" for key, label in present]
-    verdict = "chain holds" if ok else "chain does NOT hold"
-    return f"{verdict}: {', '.join(numbers)}" if numbers else verdict
+    return f": {', '.join(numbers)}" if numbers else ""
 
 
 # ---------------------------------------------------------------- the last update
@@ -321,9 +343,10 @@ def _settings(patch_dir: Path, problems: list[str]) -> Settings:
         return Settings(source=None, install_path=Path(DEFAULT_INSTALL).expanduser())
 
 
-def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
+def diagnose(install_path: Path | None, patch_dir: Path, reason: str = "") -> DoctorReport:
+    """REASON: why this patch set (remembered.Choice), named in the patch set finding."""
     patch_set, lint = inspect_patch_set(patch_dir)
-    problems = [str(p) for p in lint]
+    problems = [str(p) for p in [*lint, *dangling_smoke(patch_set)]]
     settings = _settings(patch_set.root, problems)
     where = (install_path or settings.install_path).expanduser()
     findings: list[Finding] = []
@@ -331,7 +354,7 @@ def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
         install = open_install(where)
     except UserError as exc:
         findings.append(Finding("install", False, str(exc)))
-        findings.append(lint_finding(patch_set, problems))
+        findings.append(lint_finding(patch_set, problems, reason))
         return DoctorReport(where, findings)
     context = _Context(settings, patch_set, install)
     patches: list[PatchResult] = []
@@ -339,7 +362,7 @@ def diagnose(install_path: Path | None, patch_dir: Path) -> DoctorReport:
         _guarded("install", lambda: install_finding(install, settings)),
         _guarded("interpreter", lambda: interpreter_finding(install, settings)),
         _guarded("git state", lambda: git_state_finding(install, patch_set)),
-        lint_finding(patch_set, problems),
+        lint_finding(patch_set, problems, reason),
         _guarded("patches", lambda: patches_finding(context, patches)),
         _guarded("timeout budget", lambda: budget_finding(context)),
         _guarded("last update", lambda: last_update_finding(install)),

@@ -1030,7 +1030,7 @@ def upstream_has_contents(
         ref: {
             variant.path: ", ".join(map(str, variant.upstream_has))
             for variant in judged
-            if all(c.text.encode() in blobs.get((ref, c.path), b"") for c in variant.upstream_has)
+            if all(c.found_in(blobs.get((ref, c.path), b"")) for c in variant.upstream_has)
         }
         for ref in refs
     }

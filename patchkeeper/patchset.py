@@ -48,17 +48,50 @@ _FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]?(.*)$")
 _MBOX_RE = re.compile(r"^From [0-9a-f]{40} ")
 _SUBJECT_TAG_RE = re.compile(r"^\[[^]]*PATCH[^]]*\]\s*")
 _DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+_SCOPE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass(frozen=True)
 class ContentCondition:
-    """One `Upstream-Has:` condition: upstream's file PATH contains the literal TEXT."""
+    """One `Upstream-Has:` condition: upstream's file PATH contains the literal TEXT, within
+    SCOPE when one is given (`PATH::NAME: TEXT`, NAME a Python `def` or `class`, dotted for a
+    method): a launcher's write then cannot be stood in for by the worker's read."""
 
     path: str
     text: str
+    scope: str = ""
 
     def __str__(self) -> str:
-        return f"{self.path} contains {self.text!r}"
+        where = f"{self.path}::{self.scope}" if self.scope else self.path
+        return f"{where} contains {self.text!r}"
+
+    def found_in(self, blob: bytes) -> bool:
+        if not self.scope:
+            return self.text.encode() in blob
+        lines = blob.decode("utf-8", errors="replace").splitlines()
+        return any(self.text in body for body in python_bodies(lines, self.scope.split(".")))
+
+
+def python_bodies(lines: list[str], names: list[str]) -> list[str]:
+    """The text of every `def`/`class` NAMES[0] in LINES (its header line and the lines
+    indented under it), and within each, recursively, of NAMES[1:]."""
+    head = re.compile(rf"^(\s*)(?:async\s+def|def|class)\s+{re.escape(names[0])}\b")
+    bodies = []
+    for number, line in enumerate(lines):
+        match = head.match(line)
+        if match is None:
+            continue
+        indent = len(match[1])
+        end = number + 1
+        while end < len(lines):
+            text = lines[end]
+            inside = not text.strip() or len(text) - len(text.lstrip()) > indent
+            if not inside and not text.lstrip().startswith((")", "]")):  # a signature's end
+                break
+            end += 1
+        body = lines[number:end]
+        bodies += python_bodies(body[1:], names[1:]) if names[1:] else ["\n".join(body)]
+    return bodies
 
 
 @dataclass(frozen=True)
@@ -504,12 +537,15 @@ def _condition(entry: str) -> tuple[ContentCondition | None, str | None]:
         target = entry[:-1]
     elif not separator:
         return None, f"Upstream-Has condition {entry!r} is not 'PATH: TEXT'"
+    target, _, scope = target.partition("::")
     unsafe = unsafe_file(target)
     if unsafe:
         return None, f"Upstream-Has path {target!r}: {unsafe}"
+    if scope and not _SCOPE_RE.fullmatch(scope):
+        return None, f"Upstream-Has scope {scope!r} is not a Python name (NAME or Class.method)"
     if not text.strip():
         return None, f"Upstream-Has condition for {target!r} has no text to look for"
-    return ContentCondition(target, text.strip()), None
+    return ContentCondition(target, text.strip(), scope), None
 
 
 def _upstream_has(
@@ -845,6 +881,23 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
             known.add(real)
             problems.append(Problem(stray, 1, "patch file is not listed in series"))
     return PatchSet(root, tuple(patches)), problems
+
+
+def dangling_smoke(patch_set: PatchSet) -> list[Problem]:
+    """A `Smoke:` name with no smoke/NAME.py behind it: lint's error, never a silent pass.
+
+    Not a load error: smoke, apply and update still run and say "could not check" for it.
+    """
+    problems = []
+    for variant in (v for p in patch_set.patches for v in p.variants):
+        for name in variant.smoke:
+            stem = name.removesuffix(".py")
+            if not (patch_set.root / "smoke" / f"{stem}.py").is_file():
+                lines = variant.path.read_text(encoding="utf-8", errors="replace").splitlines()
+                line = _field_line([text.lower() for text in lines], "smoke")
+                why = f"Smoke {name!r}: no check named {stem} (smoke/{stem}.py is missing)"
+                problems.append(Problem(variant.path, line, why))
+    return problems
 
 
 def load_patch_set(root: Path) -> PatchSet:

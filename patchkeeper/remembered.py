@@ -20,7 +20,7 @@ from pathlib import Path
 from patchkeeper import exitcodes, nextstep
 from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.files import atomic_write
-from patchkeeper.install import Install
+from patchkeeper.install import Install, open_install
 from patchkeeper.patchset import SERIES_NAME, PatchSet
 from patchkeeper.state import load_applied
 
@@ -86,6 +86,23 @@ def choose(patches_dir: Path | None, state_dir: Path | None) -> Choice:
             )
         return Choice(path, FROM_INSTALL)
     return Choice(None, BUNDLED)
+
+
+def choose_near(patches_dir: Path | None, install_path: Path | None) -> Choice:
+    """`choose` for commands that need no install (lint) or judge a broken one (doctor): the
+    set remembered by the install at INSTALL_PATH (else the bundled set's `[install] path`)
+    when there is one there, with no error when there is none."""
+    state_dir = None
+    if patches_dir is None and not os.environ.get(ENV_VAR, "").strip():
+        from patchkeeper.bundled import bundled_patches
+        from patchkeeper.config import load_settings
+
+        where = install_path or load_settings(bundled_patches()).install_path
+        try:
+            state_dir = open_install(where.expanduser()).state_dir
+        except UserError:
+            state_dir = None
+    return choose(patches_dir, state_dir)
 
 
 def foreign_records(install: Install, patch_set: PatchSet) -> list[str]:

@@ -129,7 +129,7 @@ _LEFTOVERS = {
 }  # fmt: skip
 DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "status": _TREE,
-    "apply": _TREE,
+    "apply": {**_TREE, "smoke": None},
     "unapply": _TREE,
     "record": _TREE,
     "refresh": _TREE,

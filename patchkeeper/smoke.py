@@ -384,7 +384,7 @@ def run_check(
     """
     name = path.stem
     if not path.is_file():
-        return CheckResult(name, ERROR, 0.0, detail=f"no such check: {path}")
+        return CheckResult(name, ERROR, 0.0, detail=missing_check(name, path))
 
     def relay(text: str) -> None:
         if on_progress is not None:
@@ -458,10 +458,21 @@ def _not_the_installs(result: CheckResult, python: Interpreter) -> CheckResult:
     return replace(result, detail=f"{result.detail} ({under})" if result.detail else under)
 
 
+def missing_check(name: str, path: Path) -> str:
+    return f"could not check: no check named {name} ({path} is missing)"
+
+
+def named_checks(patch_set: PatchSet) -> list[str]:
+    """Every check a patch's `Smoke:` header names, whether its file is there or not."""
+    named = [n for p in patch_set.patches for v in p.variants for n in v.smoke]
+    return list(dict.fromkeys(n.removesuffix(".py") for n in named))
+
+
 def select_checks(patch_set: PatchSet, wanted: str | None) -> list[str]:
-    """`--check NAME` (which must exist), else every check in the patch set's smoke/ folder."""
+    """`--check NAME` (which must exist), else every check in the patch set's smoke/ folder
+    and every check a `Smoke:` header names (a missing one is run as "could not check")."""
     if wanted is None:
-        return available_checks(patch_set)
+        return list(dict.fromkeys([*available_checks(patch_set), *named_checks(patch_set)]))
     path = check_file(patch_set, wanted)
     if path is None or not path.is_file():
         known = ", ".join(available_checks(patch_set)) or "none"
@@ -489,6 +500,21 @@ def checks_for_patches(
             if variant.path == variant_path:
                 names += variant.smoke
     return list(dict.fromkeys([*names, *settings.smoke_checks]))
+
+
+def patches_proven_by(
+    patch_set: PatchSet, results: Iterable[PatchResult], checks: Iterable[str]
+) -> list[str]:
+    """The patches among RESULTS whose chosen variant's `Smoke:` header names one of CHECKS."""
+    wanted = {name.removesuffix(".py") for name in checks}
+    names = []
+    for result in results:
+        patch = patch_set.by_name(result.name)
+        chosen = patch_set.root / result.variant if result.variant else None
+        for variant in patch.variants if patch else ():
+            if variant.path == chosen and wanted & {n.removesuffix(".py") for n in variant.smoke}:
+                names.append(result.name)
+    return list(dict.fromkeys(names))
 
 
 def run_for_patches(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -57,13 +58,15 @@ def test_unpatched_the_patches_and_the_budget_chain_do_not_hold(doctor_sandbox: 
     assert [name for name, f in findings.items() if not f["ok"]] == ["patches", "timeout budget"]
     budget = findings["timeout budget"]
     assert budget["summary"] == (
-        "chain does NOT hold: grace 30 s, retry budget 5 s, busy timeout 5 s"
+        "chain does NOT hold: gateway waits 30 s, grace 30 s, retry budget 5 s, busy timeout "
+        "5 s (failing: gateway passes its deadline; retry budget >= 2 x busy timeout)"
     )
     assert (
         "ledger_adoption: retry budget >= 2 x busy timeout: fail, "
-        "5 s (derived: one attempt, one busy timeout) vs 5 s busy timeout; "
+        "5 s (derived: one attempt (no retry), one busy timeout) vs 5 s busy timeout; "
         "the worker adopts once, no retry" in budget["details"]
     )
+    assert budget["details"][0].startswith("ledger_adoption: run the worker path: pass, adopted")
     assert budget["facts"]["ledger_adoption"]["worker_retries"] is False
     assert findings["patches"]["summary"] == "0 of 2 in place"
     assert findings["last update"]["summary"].startswith("no update recorded")
@@ -81,7 +84,8 @@ def test_patched_everything_holds_on_one_screen(doctor_sandbox: Sandbox) -> None
     assert len(lines) < 25  # one screen
     budget = next(line for line in lines if "timeout budget" in line)
     assert budget.split(None, 3)[-1] == (
-        "chain holds: grace 30 s, retry budget 24 s, stop margin 6 s, busy timeout 5 s"
+        "chain holds: gateway waits 30 s, grace 30 s, retry budget 24 s, stop margin 6 s, "
+        "busy timeout 5 s"
     )
 
 
@@ -93,10 +97,12 @@ def test_a_grace_too_short_for_a_retry_breaks_the_chain(doctor_sandbox: Sandbox)
     report, findings = diagnosed(doctor_sandbox)
     assert failing(report) == ["timeout budget"]
     assert report.exit_code == 5
-    assert findings["timeout budget"].summary.startswith("chain does NOT hold: grace 9 s")
+    assert findings["timeout budget"].summary.startswith(
+        "chain does NOT hold: gateway waits 9 s, grace 9 s"
+    )
     assert (
         "ledger_adoption: retry budget >= 2 x busy timeout: fail, "
-        "3 s (derived: grace - stop margin) vs 5 s busy timeout"
+        "3 s (derived: the payload's deadline after spawn - stop margin) vs 5 s busy timeout"
         in findings["timeout budget"].details
     )
 
@@ -108,11 +114,52 @@ def test_a_probe_that_cannot_check_is_not_ok(doctor_sandbox: Sandbox) -> None:
     executions.write_text(text.replace("def adopt_claimed_execution(", "def adopt("))
     report, findings = diagnosed(doctor_sandbox)
     assert "timeout budget" in failing(report)
-    assert findings["timeout budget"].summary == "chain does NOT hold"
+    assert findings["timeout budget"].summary == (
+        "could not check: ledger_adoption: "
+        "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"
+    )
     assert findings["timeout budget"].details == [
-        "ledger_adoption: read the budget: error, "
+        "ledger_adoption: run the launcher: error, "
         "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"
     ]
+
+
+def test_a_launcher_that_crashes_is_named_not_called_a_holding_chain(
+    doctor_sandbox: Sandbox,
+) -> None:
+    """Issue 14: the 0.21 variant forced onto a 0.21.2-like launcher (no grace imported)
+    reads as wired, yet every hand-off dies; doctor runs the launcher and names the name."""
+    scheduler = doctor_sandbox.install / "cron" / "scheduler.py"
+    patch = doctor_sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
+    text = scheduler.read_text()
+    scheduler.write_text(text.replace("    HANDOFF_ADOPTION_GRACE_SECONDS,\n", "", 1))
+    applied = subprocess.run(["git", "apply", str(patch)], cwd=doctor_sandbox.install,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert applied.returncode == 0, applied.stderr
+    _, findings = diagnosed(doctor_sandbox)
+    budget = findings["timeout budget"]
+    assert not budget.ok
+    assert budget.summary == (
+        "could not check: ledger_adoption: the launcher failed before it spawned a worker: "
+        "NameError: name 'HANDOFF_ADOPTION_GRACE_SECONDS' is not defined"
+    )
+
+
+def test_under_patchkeepers_own_interpreter_the_cause_is_the_interpreter(
+    doctor_sandbox: Sandbox,
+) -> None:
+    """Every probe step may pass there; the chain is not to blame, the interpreter is."""
+    patched(doctor_sandbox)
+    config = doctor_sandbox.config.read_text()
+    doctor_sandbox.config.write_text(
+        "\n".join(line for line in config.splitlines() if not line.startswith("python ="))
+    )
+    _, findings = diagnosed(doctor_sandbox)
+    budget = findings["timeout budget"]
+    assert not budget.ok
+    assert budget.summary.startswith("could not check: interpreter: no [install] python set")
+    assert budget.summary.endswith("; the chain was not judged")
+    assert all(line.split(": ")[2].startswith("pass") for line in budget.details), budget.details
 
 
 def test_leftovers_in_git_are_named(doctor_sandbox: Sandbox) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from patchkeeper.patchset import load_patch_set
 
 CHECK = bundled_patches() / "smoke" / "ledger_adoption.py"
 STEPS = ("1 happy path", "2 compare-and-set", "3 lock stall", "4 error classification",
-         "5 schema once")  # fmt: skip
+         "5 schema once", "6 ledger emptied, recreated")  # fmt: skip
 
 
 @pytest.fixture
@@ -59,7 +60,9 @@ def test_unpatched_the_stall_loses_the_hand_off_and_the_schema_reruns(
     assert proc.returncode == 4, proc.stderr
     (check,) = json.loads(proc.stdout)["checks"]
     steps = {s["name"]: s for s in check["steps"]}
-    assert [s["verdict"] for s in check["steps"]] == ["pass", "pass", "fail", "pass", "fail"]
+    assert [s["verdict"] for s in check["steps"]] == [
+        "pass", "pass", "fail", "pass", "fail", "pass"
+    ]  # fmt: skip
     assert check["verdict"] == "fail"
     stall = steps["3 lock stall"]["detail"]
     assert "OperationalError: database is locked after 5." in stall
@@ -130,6 +133,7 @@ def test_a_fix_that_retries_by_exception_class_fails_compare_and_set_and_classif
         "3 lock stall": "pass",
         "4 error classification": "fail",
         "5 schema once": "fail",
+        "6 ledger emptied, recreated": "pass",
     }
     details = {s.name: s.detail for s in result.steps}
     assert details["2 compare-and-set"] == "a refusal was retried (3 adoption calls)"
@@ -162,16 +166,46 @@ def test_a_missing_upstream_function_is_could_not_check(
     assert [(s.name, s.verdict, s.detail) for s in result.steps] == [("setup", "error", reason)]
 
 
-def test_a_grace_too_short_to_stage_the_stall_is_could_not_check(ledger_sandbox: Sandbox) -> None:
+def test_a_gateway_wait_shorter_than_the_stall_loses_the_hand_off(ledger_sandbox: Sandbox) -> None:
+    """The wait is measured by running the launcher (here it waits the grace, 6 s)."""
     edit(ledger_sandbox, "cron/executions.py", "GRACE_SECONDS = 30.0", "GRACE_SECONDS = 6.0")
     result = run_check(ledger_sandbox)
-    assert result.verdict == smoke.ERROR
+    assert result.verdict == smoke.FAIL
+    assert result.extra["gateway_wait_seconds"] == 6.0
     stall = next(s for s in result.steps if s.name == "3 lock stall")
     assert (stall.verdict, stall.detail) == (
-        "error",
-        "a 7 s stall does not fit in the 6 s grace",
+        "fail",
+        "the gateway waits 6 s for the ack: a write lock held past the 5 s busy timeout (7 s) "
+        "loses the hand-off whatever the worker does",
     )
     assert verdicts(result)["1 happy path"] == "pass"
+
+
+def test_the_older_launcher_generation_is_driven_and_judged(tmp_path: Path) -> None:
+    """A 0.21.2-like install: the launcher takes an argv list and waits 5 s. The check runs
+    it (no TypeError, no "could not check") and fails it for what it is: a stall loses the
+    hand-off. The 0.21 variant forced onto it crashes the launcher: named, never a pass."""
+    from patchkeeper.demo.sandbox import build_sandbox
+
+    old = build_sandbox(tmp_path / "old", install_tag="v0.21.2")
+    shutil.copy2(CHECK, old.patches / "smoke" / "ledger_adoption.py")
+    result = run_check(old)
+    assert result.verdict == smoke.FAIL, result
+    assert result.extra["gateway_wait_seconds"] == 5.0
+    assert verdicts(result)["1 happy path"] == "pass"
+    assert verdicts(result)["3 lock stall"] == "fail"
+    patch = old.patches / "adoption-retry" / "scheduler-0.21.patch"
+    applied = run_cli("apply", "--install", old.install, "--patches", old.patches, "--json",
+                      "--no-smoke")  # fmt: skip
+    assert json.loads(applied.stdout)["patches"][0]["outcome"] == "not-applicable"
+    assert subprocess.run(["git", "apply", str(patch)], cwd=old.install).returncode == 0
+    forced = run_check(old)
+    assert forced.verdict == smoke.ERROR
+    assert [(s.name, s.detail) for s in forced.steps] == [(
+        "setup",
+        "the launcher failed before it spawned a worker: NameError: "
+        "name 'HANDOFF_ADOPTION_GRACE_SECONDS' is not defined",
+    )]  # fmt: skip
 
 
 def test_the_hold_follows_the_installs_busy_timeout_through_upstream_chatter(

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from helpers import GIT_ID
 
-from patchkeeper.demo.sandbox import TAGS, Sandbox
+from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, Sandbox
 from patchkeeper.receipts import LATEST, RECEIPTS_DIR, Receipt, read_receipts
 
-FIRST, SECOND, LAST = TAGS[0], TAGS[1], TAGS[-1]
+# The release the install starts at, the one after it, the newest.
+FIRST, SECOND, LAST = INSTALL_TAG, TAGS[TAGS.index(INSTALL_TAG) + 1], TAGS[-1]
 AUTOSTASH = re.compile(r"saved as (hermes-update-autostash-(\d{8}-\d{6})) \(([0-9a-f]{12})\)")
 RECEIPT_NAME = re.compile(r"update_(\d{8}_\d{6})_(\d+)_([0-9a-f]{32})\.json")
 

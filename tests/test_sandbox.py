@@ -19,17 +19,15 @@ from pathlib import Path
 import pytest
 
 from patchkeeper.bundled import bundled_patches
-from patchkeeper.demo.sandbox import TAGS, Sandbox, build_sandbox
+from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, Sandbox, build_sandbox
 from patchkeeper.errors import UserError
 
 PATCHSET = bundled_patches()  # the sandbox's patches/ is a copy of it
 ADOPTION = "adoption-retry/scheduler-0.21.patch"
-ADOPTION_SPLIT = "adoption-retry/split-0.22.patch"
 SCHEMA = "schema-once.patch"
 # Base fields name the real upstream commits the patches were written on, not sandbox shas.
 REAL_BASES = {
     ADOPTION: "00067189dfecf833d4d009c2dd977ae85cf800e0",
-    ADOPTION_SPLIT: "f510b2a0d773579b5c8836d7f7cc049ae4c8edd2",
     SCHEMA: "03165b901963a1970197cbf45ac80fd6e3e447c3",
 }
 
@@ -113,13 +111,14 @@ def header(patch: str, field: str) -> str:
 # ---------------------------------------------------------------- repositories
 
 
-def test_origin_holds_every_release_and_main_is_at_the_first(sandbox: Sandbox) -> None:
+def test_origin_holds_every_release_and_main_is_at_the_install_tag(sandbox: Sandbox) -> None:
     assert out(sandbox.origin, "tag", "-l").split() == list(TAGS)
+    assert INSTALL_TAG == "v0.21.3"
     assert out(sandbox.origin, "rev-parse", "main") == commit_of(sandbox, "v0.21.3")
     assert out(sandbox.origin, "rev-parse", "--is-bare-repository") == "true"
 
 
-def test_install_is_a_shallow_clone_of_main_at_the_first_release(sandbox: Sandbox) -> None:
+def test_install_is_a_shallow_clone_of_main_at_the_install_tag(sandbox: Sandbox) -> None:
     install = sandbox.install
     assert out(install, "rev-parse", "--is-shallow-repository") == "true"
     assert out(install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.21.3")
@@ -189,14 +188,19 @@ def apply_check(
 @pytest.mark.parametrize(
     ("patch", "tag", "expected"),
     [
+        # git applies it at v0.21.2 (the trap of issue 14): Applies-To must leave it out
+        (ADOPTION, "v0.21.2", "offset"),
         (ADOPTION, "v0.21.3", "offset"),  # real upstream line numbers: offset even at base
         (ADOPTION, "v0.21.5", "offset"),
-        (ADOPTION_SPLIT, "v0.22.0", "applies"),
-        (ADOPTION_SPLIT, "v0.23.0", "upstream-has-it"),
-        (ADOPTION_SPLIT, "v0.24.0", "upstream-has-it"),
+        (ADOPTION, "v0.22.0", "offset"),
+        (ADOPTION, "v0.22.1", "conflict"),  # half-wired upstream: never upstream-has-it
+        (ADOPTION, "v0.23.0", "upstream-has-it"),
+        (ADOPTION, "v0.24.0", "upstream-has-it"),
+        (SCHEMA, "v0.21.2", "offset"),
         (SCHEMA, "v0.21.3", "offset"),
         (SCHEMA, "v0.21.5", "offset"),
         (SCHEMA, "v0.22.0", "offset"),
+        (SCHEMA, "v0.22.1", "offset"),
         (SCHEMA, "v0.23.0", "offset"),
         (SCHEMA, "v0.24.0", "conflict"),
     ],
@@ -213,8 +217,9 @@ def test_practice_patch_against_release(
         assert forward.returncode != 0
         claims = upstream_has(patch)
         assert claims
-        for path, needle in claims:
-            assert needle in out(sandbox.origin, "show", f"{tag}:{path}"), (path, needle)
+        for path, scope, needle in claims:
+            text = out(sandbox.origin, "show", f"{tag}:{path}")
+            assert needle in (python_def(text, scope) if scope else text), (path, scope, needle)
     else:
         assert forward.returncode != 0 and reverse.returncode != 0
         # The Base is a real upstream commit (its blobs are not in the sandbox), so the 3-way
@@ -225,14 +230,33 @@ def test_practice_patch_against_release(
         assert git(sandbox.origin, "read-tree", tag, env=env).returncode == 0
         merged = git(sandbox.origin, "apply", "--cached", "--3way", str(rebuilt), env=env)
         assert merged.returncode != 0 and "with conflicts" in merged.stderr, merged.stderr
+    if expected == "conflict" and patch == ADOPTION:  # the worker alone is wired
+        for path, scope, needle in upstream_has(patch)[:2]:
+            text = out(sandbox.origin, "show", f"{tag}:{path}")
+            assert needle in (python_def(text, scope) if scope else text)
+        launcher, needle = upstream_has(patch)[2][1:]
+        scheduler = out(sandbox.origin, "show", f"{tag}:cron/scheduler.py")
+        assert needle not in python_def(scheduler, launcher)
 
 
-def upstream_has(patch: str) -> list[tuple[str, str]]:
-    """The (file, text) pairs of PATCH's Upstream-Has header."""
+def upstream_has(patch: str) -> list[tuple[str, str, str]]:
+    """The (file, scope, text) of each line of PATCH's Upstream-Has header."""
     text = (PATCHSET / patch).read_text()
     block = re.search(r"^Upstream-Has:\n((?: .+\n)+)", text, re.MULTILINE)
     assert block, f"{patch} has no Upstream-Has"
-    return [tuple(line.strip().split(": ", 1)) for line in block.group(1).splitlines()]
+    claims = []
+    for line in block.group(1).splitlines():
+        target, needle = line.strip().split(": ", 1)
+        path, _, scope = target.partition("::")
+        claims.append((path, scope, needle))
+    return claims
+
+
+def python_def(text: str, name: str) -> str:
+    """The top-level `def NAME` of TEXT, up to the next top-level line (plain text search)."""
+    start = text.index(f"\ndef {name}(")
+    end = re.search(r"\n(?=[^\s)])", text[start + 1 :])
+    return text[start : start + 1 + end.start()] if end else text[start:]
 
 
 def rebuild_on(sandbox: Sandbox, scratch: Path, tag: str, patch: str) -> Path:
@@ -397,3 +421,16 @@ def test_only_the_patched_worker_survives_a_held_write_lock(
     assert fixed.returncode == 0, fixed_err
     assert json.loads(acks[1].read_text())["execution_id"] == patched_id
     assert ledger_status(sandbox, patched_id) == "completed"
+
+
+def test_the_first_release_waits_5_s_and_has_no_grace_in_the_scheduler(sandbox: Sandbox) -> None:
+    """v0.21.2 is shaped like real 0.21.0-0.21.2 (before PR #110192): the hunk that writes
+    `time.monotonic() + HANDOFF_ADOPTION_GRACE_SECONDS` would name an undefined name there."""
+    old = out(sandbox.origin, "show", "v0.21.2:cron/scheduler.py")
+    new = out(sandbox.origin, "show", "v0.21.3:cron/scheduler.py")
+    assert "HANDOFF_ADOPTION_GRACE_SECONDS" not in old
+    assert "deadline = time.monotonic() + 5.0" in python_def(old, "_launch_external_cron_worker")
+    assert "argv == command" in old and "dispatch.mode" not in old
+    assert "deadline = time.monotonic() + HANDOFF_ADOPTION_GRACE_SECONDS" in new
+    assert "    HANDOFF_ADOPTION_GRACE_SECONDS,\n" in new  # imported from cron.executions
+    assert header(ADOPTION, "Applies-To") == ">=0.21.3"

@@ -192,7 +192,7 @@ def test_the_verdict_may_follow_upstream_noise_on_stdout(install: Path, patch_di
 
 
 def test_a_missing_check_file_or_interpreter_is_an_error(install: Path, tmp_path: Path) -> None:
-    assert "no such check" in run(install, tmp_path / "nope.py").detail
+    assert "no check named nope" in run(install, tmp_path / "nope.py").detail
     check = write_check(tmp_path, "ok", "verdict('pass')\n")
     gone = smoke.Interpreter(tmp_path / "venv" / "bin" / "python")
     result = smoke.run_check(gone, install, check, timeout=5)
@@ -291,7 +291,7 @@ def test_update_runs_the_checks_applied_patches_name_plus_configured_ones(
         ("gone", "error"),
         ("extra", "pass"),
     ]
-    assert "no such check" in report.results[1].detail
+    assert "no check named" in report.results[1].detail
     assert report.exit_code == 4
     # The loader refuses a path as a check name; run_checks still never leaves smoke/.
     escape = smoke.run_checks(open_install(install), settings, patch_set, ["../escape"])

@@ -75,7 +75,7 @@ def user_edits_present(box: Sandbox) -> bool:
 
 
 def applied(box: Sandbox) -> None:
-    proc = pk(box, "apply")
+    proc = pk(box, "apply", "--no-smoke")  # setup only: the update under test runs the checks
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -124,7 +124,7 @@ def test_update_carries_patches_and_user_edits_to_a_new_version(box: Sandbox) ->
     box.publish("v0.22.0")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
-    assert outcomes_of(doc) == {"adoption-retry": "applied", "schema-once": "applied-offset"}
+    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}
     assert user_edits_present(box)
     assert git(box.install, "stash", "list") == ""
     assert doc["install"]["head_before"] != doc["install"]["head_after"]
@@ -397,7 +397,7 @@ def test_a_user_edit_in_a_patched_file_is_merged_back_with_the_patch(box: Sandbo
     assert code == 0, doc["attention"]
     assert doc["restore"]["restored"] == ["cron/scheduler.py"]
     assert scheduler.read_text().endswith("\n# operator: local tweak\n")
-    assert patch_presence(box, "adoption-retry/split-0.22.patch") == "present"
+    assert patch_presence(box, "adoption-retry/scheduler-0.21.patch") == "present"
     assert "_TERMINAL_STATES" in (box.install / "cron/executions.py").read_text()  # v0.22.0
 
 
@@ -440,4 +440,4 @@ def test_a_smoke_check_that_fails_or_cannot_check_is_exit_4(
     code, doc = pk_json(box, "update")
     assert (code, doc["smoke"]["status"]) == (4, status), doc["smoke"]
     assert doc["smoke"]["checks"][0]["name"] == "probe"
-    assert outcomes_of(doc) == {"adoption-retry": "applied", "schema-once": "applied-offset"}
+    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}

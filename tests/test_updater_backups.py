@@ -12,7 +12,10 @@ import subprocess
 
 from helpers import git, run_cli, run_json
 
-from patchkeeper.demo.sandbox import TAGS, Sandbox
+from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, Sandbox
+
+# The two releases after the one the install starts at.
+NEXT, AFTER = TAGS[TAGS.index(INSTALL_TAG) + 1 : TAGS.index(INSTALL_TAG) + 3]
 
 
 def hermes_update(sandbox: Sandbox, *args: str) -> None:
@@ -30,11 +33,11 @@ def where(sandbox: Sandbox) -> tuple[str, str, str]:
 
 
 def test_pre_release_refs_are_listed_for_information_and_stay_green(sandbox: Sandbox) -> None:
-    sandbox.publish(TAGS[1])
+    sandbox.publish(NEXT)
     hermes_update(sandbox)  # on branch main: lands detached, no backup yet
-    sandbox.publish(TAGS[2])
+    sandbox.publish(AFTER)
     hermes_update(sandbox)  # detached: the old HEAD is kept
-    before = git(sandbox.origin, "rev-parse", f"{TAGS[1]}^{{commit}}")
+    before = git(sandbox.origin, "rev-parse", f"{NEXT}^{{commit}}")
     assert git(sandbox.install, "for-each-ref", "--format=%(refname)", "refs/hermes/") == (
         f"refs/hermes/pre-release/{before}"
     )
@@ -66,7 +69,7 @@ def test_an_orphan_backup_needs_a_person_and_its_commands_work(sandbox: Sandbox)
     git(install, "commit", "-q", "-m", "history of its own")
     git(install, "branch", "-q", "-M", "fresh", "main")
     mine = git(install, "rev-parse", "HEAD")
-    sandbox.publish(TAGS[1])
+    sandbox.publish(NEXT)
     hermes_update(sandbox, "--branch", "main")  # no common ancestor: reset, rescue ref kept
     assert git(install, "rev-parse", "HEAD") != mine
 

@@ -125,6 +125,8 @@ def test_one_cat_file_for_every_condition_and_none_without(
         ("app.py:", 2, "for 'app.py' has no text to look for"),
         ("\n app.py: fine\n app.py", 4, "'app.py' is not 'PATH: TEXT'"),
         ("", 2, "Upstream-Has names no 'PATH: TEXT' condition"),
+        ("app.py::9lives: x", 2, "scope '9lives' is not a Python name"),
+        ("app.py::a b: x", 2, "scope 'a b' is not a Python name"),
     ],
 )
 def test_lint_rejects_a_bad_condition_at_its_line(
@@ -143,3 +145,63 @@ def test_lint_accepts_folded_conditions(repo: Path, tmp_path: Path) -> None:
     patches = write_patch_set(tmp_path / "ps", {"retry.patch": retry_patch(repo)})
     proc = run_cli("lint", "--patches", patches)
     assert proc.returncode == 0, proc.stdout
+
+
+# ---------------------------------------------------------------- scoped conditions (issue 14)
+
+HALF_WIRED = """\
+def launch(job):
+    payload = {"job": job}
+    return payload
+
+
+def run_worker(
+    payload,
+) -> bool:
+    deadline = payload.get("adoption_deadline")
+    return adopt_with_retry(payload["job"], deadline)
+"""
+FULLY_WIRED = HALF_WIRED.replace(
+    '    payload = {"job": job}\n',
+    '    payload = {"job": job, "adoption_deadline": now() + GRACE}\n',
+)
+# The probes scheduler-0.21.patch had: the worker's own read matches the launcher's probe.
+WHOLE_FILE = (
+    "\n retry.py: def adopt_with_retry("
+    "\n worker.py: adopt_with_retry("
+    '\n worker.py: "adoption_deadline"'
+)
+SCOPED = (
+    "\n retry.py: def adopt_with_retry("
+    "\n worker.py::run_worker: adopt_with_retry("
+    '\n worker.py::launch: "adoption_deadline":'
+)
+
+
+@pytest.mark.parametrize(
+    ("conditions", "half_wired"),
+    [(WHOLE_FILE, "upstream-has-it"), (SCOPED, "applied")],
+    ids=["whole-file probe: fooled", "scoped probe"],
+)  # fmt: skip
+def test_a_worker_wired_without_its_launcher_is_not_upstream_has_it(
+    tmp_path: Path, conditions: str, half_wired: str
+) -> None:
+    """The worker reads `adoption_deadline` and calls the retry, the launcher writes no
+    deadline: upstream's retry never runs. Only a probe scoped to the launcher can tell."""
+    repo = make_repo(tmp_path / "up", {"worker.py": HALF_WIRED, "retry.py": RETRY}, tag="v1")
+    commit_files(repo, {"worker.py": FULLY_WIRED}, "the launcher passes it", tag="v2")
+    git(repo, "checkout", "-q", "v1")
+    ours = patch_text(diff_of(repo, {"notes.py": "ours\n"}), upstream_has=conditions)
+    patches = write_patch_set(tmp_path / "ps", {"retry.patch": ours})
+    assert run_cli("lint", "--patches", patches).returncode == 0
+    code, doc = run_json(
+        "check", "--install", repo, "--patches", patches, "--ref", "v1", "--ref", "v2"
+    )
+    assert code == 0, doc
+    by_ref = {t["ref"]: t["patches"][0] for t in doc["targets"]}
+    assert {ref: p["outcome"] for ref, p in by_ref.items()} == {
+        "v1": half_wired,
+        "v2": "upstream-has-it",
+    }
+    if conditions == SCOPED:
+        assert "worker.py::launch contains '\"adoption_deadline\":'" in by_ref["v2"]["detail"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes
+from patchkeeper import exitcodes, nextstep, smoke
 from patchkeeper import outcomes as oc
 from patchkeeper.commands.common import (
     install_option,
@@ -21,23 +22,38 @@ from patchkeeper.commands.status import (
     render_tree,
     tree_json,
 )
+from patchkeeper.outcomes import PatchResult
 from patchkeeper.patching import apply_patches
-from patchkeeper.report import emit_json
+from patchkeeper.report import emit_json, paint
+from patchkeeper.update import SmokeReport, run_smoke_checks
 from patchkeeper.verdict import tree_exit_code
-from patchkeeper.workspace import locked_for_writing
+from patchkeeper.workspace import Workspace, locked_for_writing
+
+SKIPPED = "skipped"  # --no-smoke: the patches written are not proven
 
 
 @click.command("apply")
 @install_option
 @patches_option
 @wait_option
+@click.option(
+    "--no-smoke",
+    is_flag=True,
+    help="Do not run the smoke checks of the patches written (the report says so).",
+)
 @json_option
-def command(install_path: Path | None, patches_dir: Path | None, wait: float, as_json: bool) -> int:
+def command(
+    install_path: Path | None, patches_dir: Path | None, wait: float, no_smoke: bool, as_json: bool
+) -> int:
     """Apply every patch that applies; report the rest.
 
     Running it twice changes nothing the second time. A conflicting patch writes nothing, nor
     does any later patch that shares a file with it (exit 3). The user's own edits are kept.
-    It runs [install] version_command (when set) to pick each patch's variant.
+    Then it runs the smoke checks the patches it wrote name (as `update` does; --no-smoke
+    skips them): a check that fails or could not check is exit 4, and the fix stays in place
+    (a check that could not run says nothing against it); the report names the command that
+    takes it out, `patchkeeper unapply NAME`. It runs [install] version_command (when set) to
+    pick each patch's variant.
 
     \b
     Example:
@@ -46,18 +62,63 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
     workspace = open_workspace(install_path, patches_dir)
     with locked_for_writing(workspace, "apply", wait) as lock:
         report = apply_patches(workspace.install, workspace.settings, workspace.patch_set)
+        written = [r for r in report.results if r.outcome in oc.WRITES]
+        proof = prove(workspace, written, skip=no_smoke, quiet=as_json)
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
     note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)  # a parked stash may hold the user's content
+    report.notes += take_out_steps(workspace, written, proof)
     code = tree_exit_code(report.results, pending_needs_attention=False)
     if any(note.startswith("leftover ") for note in report.notes):
         code = exitcodes.worst(code, exitcodes.ATTENTION)
+    if proof.status in (smoke.FAIL, smoke.ERROR):
+        code = exitcodes.worst(code, exitcodes.SMOKE_FAILED)
     if as_json:
-        emit_json("apply", code, **tree_json(report))
+        emit_json("apply", code, **tree_json(report), smoke=asdict(proof))
         return code
     render_tree(report, "apply")
-    written = [r.name for r in report.results if r.outcome in oc.WRITES]
-    click.echo(f"wrote: {', '.join(written)}" if written else "nothing to write")
+    names = [r.name for r in written]
+    click.echo(f"wrote: {', '.join(names)}" if names else "nothing to write")
+    click.echo(
+        f"smoke: {proof.status.replace('-', ' ')}" + (f" ({proof.detail})" if proof.detail else "")
+    )
     return code
+
+
+def prove(
+    workspace: Workspace, written: list[PatchResult], *, skip: bool, quiet: bool
+) -> SmokeReport:
+    """The smoke checks the patches written now name (none written: nothing to prove)."""
+    if not written:
+        return SmokeReport("not-configured", "nothing written: nothing to prove")
+    if skip:
+        return SmokeReport(SKIPPED, "--no-smoke: the patches written are not proven")
+
+    def progress(name: str, text: str) -> None:
+        if not quiet:
+            click.echo(paint(f"  .. smoke {name}: {text}", "bright_black"), err=True)
+
+    return run_smoke_checks(workspace, written, progress)
+
+
+def take_out_steps(
+    workspace: Workspace, written: list[PatchResult], proof: SmokeReport
+) -> list[str]:
+    """For each patch written whose check did not pass: it stays in, and how to take it out."""
+    failing = {c["name"]: c["verdict"] for c in proof.checks if c["verdict"] != smoke.PASS}
+    steps = []
+    for name in smoke.patches_proven_by(workspace.patch_set, written, failing):
+        patch = workspace.patch_set.by_name(name)
+        checks = sorted(
+            {n for v in (patch.variants if patch else ()) for n in v.smoke} & set(failing)
+        )
+        said = ", ".join(
+            f"{c} {'could not check' if failing[c] == smoke.ERROR else 'failed'}" for c in checks
+        )
+        unapply = nextstep.command(
+            "unapply", name, install=workspace.install.path, patches=workspace.patch_set.root
+        )
+        steps.append(f"{name} is in place but not proven ({said}); take it out with {unapply}")
+    return steps

@@ -27,12 +27,6 @@ def patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def bundled_patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """For the commands whose default is the bundled set alone (lint reads no install; doctor
-    does not look for the set the install was applied from)."""
-    return _patches("Patch set folder (default: the bundled Hermes patch set).")(f)
-
-
 def install_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--install",
@@ -90,7 +84,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Seconds",
-    "bundled_patches_option",
     "install_option",
     "json_option",
     "patches_option",

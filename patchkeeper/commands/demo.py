@@ -71,7 +71,7 @@ def command(directory: Path | None, as_json: bool) -> int:
     Example:
       patchkeeper demo --dir /tmp/pk-demo
     """
-    from patchkeeper.demo.sandbox import TAGS, build_sandbox
+    from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, build_sandbox
 
     tell = Narration(as_json)
     root = directory or Path(tempfile.mkdtemp(prefix="patchkeeper-demo-"))
@@ -83,7 +83,7 @@ def command(directory: Path | None, as_json: bool) -> int:
     tell.say(f"A practice upstream was built in {root}")
     tell.echo(
         f"  origin.git    a bare 'upstream' with releases {', '.join(TAGS)}\n"
-        f"  hermes-agent  the install: a shallow clone at {TAGS[0]}, like the real installer\n"
+        f"  hermes-agent  the install: a shallow clone at {INSTALL_TAG}, like the real installer\n"
         "  patches       the bundled Hermes patch set: adoption-retry (retry ledger adoption\n"
         "                while SQLite is busy) and schema-once (initialise the schema once per\n"
         "                process), written against the real upstream's lines"
@@ -122,7 +122,7 @@ def command(directory: Path | None, as_json: bool) -> int:
         render_table(reports)
 
     tell.say(
-        "5. upstream releases v0.22.0 (the worker moves to a module of its own); the timer runs\n"
+        "5. upstream releases v0.21.5 (code moves around the hook points); the timer runs\n"
         "   `patchkeeper update`, not `hermes update`"
     )
     tell.echo(
@@ -133,7 +133,7 @@ def command(directory: Path | None, as_json: bool) -> int:
     )
     constants = sandbox.install / "hermes_constants.py"
     constants.write_text(constants.read_text() + "# operator: local note\n")
-    sandbox.publish("v0.22.0")
+    sandbox.publish("v0.21.5")
     os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
     workspace = Workspace(settings, install, patch_set)
     with locked_for_writing(workspace, "update", wait=0) as lock:

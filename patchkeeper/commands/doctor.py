@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from patchkeeper.bundled import bundled_patches
-from patchkeeper.commands.common import bundled_patches_option, install_option, json_option
+from patchkeeper.commands.common import install_option, json_option, patches_option
 from patchkeeper.doctor import DoctorReport, diagnose
+from patchkeeper.remembered import choose_near
 from patchkeeper.report import emit_json, paint, patch_json
 
 
@@ -30,25 +31,30 @@ def render(report: DoctorReport) -> None:
 
 @click.command("doctor")
 @install_option
-@bundled_patches_option
+@patches_option
 @json_option
 def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
     """Say whether the install is safe to update unattended; exit 0 only when all hold.
 
+    The patch set is chosen as every command chooses it (--patches, PATCHKEEPER_PATCHES, the
+    set the install was applied from, the bundled one) and the report says which.
+
     Checks: install and interpreter found; no merge in progress and no leftovers; the patch
-    set lints; every patch in place; the timeout budget the smoke checks read from the install
-    (`--probe`) holds; the last update ended well.
+    set lints; every patch in place; the timeout budget holds, judged by running the path
+    (`--probe`); the last update ended well. A failure names its first cause: the
+    interpreter, what the path raised (a name upstream does not define), the failing figures.
 
     It changes nothing in the install, but it runs things: [install] version_command (when
-    set), the interpreter (to print its version), and it runs every smoke check the patch set
-    names with `--probe`, which imports upstream code under the install's interpreter to read
-    the budget (with a scratch HOME under .git/patchkeeper/smoke/, removed afterwards).
+    set), the interpreter (to print its version), and every smoke check the patch set names
+    with `--probe`, which runs the install's own launcher and worker path under its own
+    interpreter (with a scratch HOME under .git/patchkeeper/smoke/, removed afterwards).
 
     \b
     Example:
       patchkeeper doctor --install ~/.hermes/hermes-agent
     """
-    report = diagnose(install_path, (patches_dir or bundled_patches()).expanduser())
+    choice = choose_near(patches_dir, install_path)
+    report = diagnose(install_path, (choice.path or bundled_patches()).expanduser(), choice.reason)
     if as_json:
         findings = [asdict(f) for f in report.findings]
         emit_json(

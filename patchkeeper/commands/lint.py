@@ -8,30 +8,37 @@ import click
 
 from patchkeeper import exitcodes
 from patchkeeper.bundled import bundled_patches
-from patchkeeper.commands.common import bundled_patches_option, json_option
+from patchkeeper.commands.common import install_option, json_option, patches_option
 from patchkeeper.config import load_settings
 from patchkeeper.errors import UserError
-from patchkeeper.patchset import inspect_patch_set
+from patchkeeper.patchset import dangling_smoke, inspect_patch_set
 from patchkeeper.problems import Problem
 from patchkeeper.readable import unreadable_by_git
+from patchkeeper.remembered import choose_near
 from patchkeeper.report import emit_json
 
 
 @click.command("lint")
-@bundled_patches_option
+@install_option
+@patches_option
 @json_option
-def command(patches_dir: Path | None, as_json: bool) -> int:
+def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
     """Check series, headers, specifiers, variants, diffs and paths of a patch set.
 
-    Prints one `FILE:LINE: problem` line per problem; exit 2 if there is any.
+    Every `Smoke:` name must have its smoke/NAME.py. Prints one `FILE:LINE: problem` line per
+    problem; exit 2 if there is any. The set is chosen as every command chooses it:
+    --patches, PATCHKEEPER_PATCHES, the set the install (--install, else the default one,
+    when it is there) was applied from, the bundled one.
 
     \b
     Example:
       patchkeeper lint --patches ./patches
     """
-    root = (patches_dir or bundled_patches()).expanduser()
+    choice = choose_near(patches_dir, install_path)  # a remembered set that is gone: exit 2
+    root = (choice.path or bundled_patches()).expanduser()
     patch_set, problems = inspect_patch_set(root)
     problems += unreadable_by_git(patch_set)
+    problems += dangling_smoke(patch_set)
     try:
         load_settings(patch_set.root)
     except UserError as exc:
@@ -43,7 +50,7 @@ def command(patches_dir: Path | None, as_json: bool) -> int:
         emit_json(
             "lint",
             code,
-            patch_set=str(patch_set.root),
+            patch_set=f"{patch_set.root} ({choice.reason})",
             problems=[
                 {"file": str(p.path), "line": p.line, "message": p.message} for p in problems
             ],
@@ -54,6 +61,8 @@ def command(patches_dir: Path | None, as_json: bool) -> int:
         click.echo(str(problem))
     count = len(patch_set.patches)
     click.echo(
-        f"{patch_set.root}: {count} patch(es), {len(problems)} problem(s)", err=bool(problems)
+        f"{patch_set.root} ({choice.reason}): {count} patch(es), {len(problems)} problem(s)",
+        err=bool(problems),
     )
     return code
+

@@ -5,21 +5,30 @@ copied from upstream). Its hook points have the real upstream's names, signature
 layout, and the lines the bundled patches touch match the real files, so the sandbox runs
 the bundled Hermes patch set (`patches/`) unchanged:
 
-    upstream/            the first release (v0.21.3), file by file
+    upstream/            the first release (v0.21.2), file by file
     releases/TAG.diff    every later release as a diff on the one before; the text above
                          the first `diff --git` line is the release's commit message
 
 Commits are made with plumbing in a bare repository (no work tree, no checkout), with fixed
-names and dates, so every build yields the same commit shas. What each release does to the
-bundled patches:
+names and dates, so every build yields the same commit shas. The releases follow the real
+release history at the hook points, and what each does to the bundled patches:
 
-    v0.21.3  the base, shaped like real 0.21.3: both patches apply cleanly
+    v0.21.2  like real 0.21.0-0.21.2: the launcher waits a hard-coded 5 s for the ack, does
+             not import HANDOFF_ADOPTION_GRACE_SECONDS, and compares the argv list
+             tools.process_registry returns: adoption-retry is not-applicable (Applies-To
+             >=0.21.3); schema-once applies
+    v0.21.3  like real 0.21.3 (PR #110192): the ack wait is the 30 s grace, the launcher reads
+             the dispatch mode: both patches apply; the sandbox installs this release
     v0.21.5  code moved down: both apply at an offset
-    v0.22.0  the worker moves to cron/scheduler_external_worker.py: adoption-retry's
-             split-layout variant applies
-    v0.23.0  upstream wires its own adopt_with_retry: adoption-retry is upstream-has-it
-             (by content); schema-once still applies
+    v0.22.0  more code moved down: both apply at an offset
+    v0.22.1  upstream wires its own adopt_with_retry in the worker only (the launcher writes
+             no deadline): adoption-retry conflicts, never upstream-has-it
+    v0.23.0  the launcher writes the deadline too: adoption-retry is upstream-has-it (by
+             content, scoped probes); schema-once still applies
     v0.24.0  `_connect` reformatted: schema-once conflicts
+
+No release moves the worker out of cron/scheduler.py: upstream never did (the split module
+of that name is a fork's).
 """
 
 from __future__ import annotations
@@ -37,11 +46,14 @@ from patchkeeper.bundled import bundled_patches
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.errors import UserError
 
-TAGS = ("v0.21.3", "v0.21.5", "v0.22.0", "v0.23.0", "v0.24.0")
+TAGS = ("v0.21.2", "v0.21.3", "v0.21.5", "v0.22.0", "v0.22.1", "v0.23.0", "v0.24.0")
+INSTALL_TAG = "v0.21.3"  # where a sandbox's install starts unless asked otherwise
 RELEASE_DATES = {  # commit and tag dates: part of what makes the shas reproducible
+    "v0.21.2": "2026-09-07T12:00:00+00:00",
     "v0.21.3": "2026-09-14T12:00:00+00:00",
     "v0.21.5": "2026-09-28T12:00:00+00:00",
     "v0.22.0": "2026-10-12T12:00:00+00:00",
+    "v0.22.1": "2026-10-19T12:00:00+00:00",
     "v0.23.0": "2026-10-26T12:00:00+00:00",
     "v0.24.0": "2026-11-09T12:00:00+00:00",
 }
@@ -120,7 +132,7 @@ def _layout(root: Path) -> Sandbox:
     )
 
 
-def build_sandbox(root: Path, *, install_tag: str = TAGS[0]) -> Sandbox:
+def build_sandbox(root: Path, *, install_tag: str = INSTALL_TAG) -> Sandbox:
     """Build a sandbox in ROOT (new or empty); the install starts at INSTALL_TAG.
 
     Needs no network: origin is a local bare repository, cloned over file://.

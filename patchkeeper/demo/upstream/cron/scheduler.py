@@ -5,7 +5,7 @@ fences it for hand-off, writes a JSON payload and spawns
 
     python -m cron.scheduler --external-worker-file PAYLOAD --ack-file ACK
 
-and waits up to HANDOFF_ADOPTION_GRACE_SECONDS for the ack. The worker
+and waits up to 5 s for the ack. The worker
 (`_run_external_worker_payload`) adopts the claim, writes the ack (`{"pid", "execution_id"}`),
 runs the job and records the result. Practice jobs only say that they ran.
 """
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from cron.executions import (
-    HANDOFF_ADOPTION_GRACE_SECONDS,
     create_execution,
     finish_execution,
     mark_execution_handoff_pending,
@@ -67,8 +66,8 @@ def _launch_external_cron_worker(job: dict) -> bool:
     ack_path = handoff_dir / f"{execution_id}.ready"
     command = [sys.executable, "-m", "cron.scheduler",
                "--external-worker-file", str(payload_path), "--ack-file", str(ack_path)]
-    dispatch = restart_safe_gateway_child_argv(command, unit_suffix=f"cron-{execution_id}")
-    if dispatch.mode == "in_process":
+    argv = restart_safe_gateway_child_argv(command, unit_suffix=f"cron-{execution_id}")
+    if argv == command:  # nothing to wrap it in: this gateway runs cron work in-process
         return False
     multiplex_active = False
     if mark_execution_handoff_pending(execution_id) is None:
@@ -88,9 +87,9 @@ def _launch_external_cron_worker(job: dict) -> bool:
     except BaseException:
         payload_path.unlink(missing_ok=True)
         raise
-    process = subprocess.Popen(dispatch.argv, cwd=str(Path(__file__).resolve().parent.parent),
+    process = subprocess.Popen(argv, cwd=str(Path(__file__).resolve().parent.parent),
                                stdin=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + HANDOFF_ADOPTION_GRACE_SECONDS
+    deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         if ack_path.exists():
             ack_path.unlink()
@@ -103,8 +102,7 @@ def _launch_external_cron_worker(job: dict) -> bool:
                 f"(exit {process.returncode})"
             )
         time.sleep(0.05)
-    logger.warning("cron external worker did not acknowledge within %.0fs",
-                   HANDOFF_ADOPTION_GRACE_SECONDS)
+    logger.warning("cron external worker did not acknowledge within 5s")
     process.wait()
     return True
 
