@@ -59,6 +59,7 @@ _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment witho
 _BATCH_HEADER_RE = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")  # else "NAME missing"
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
 _CONFLICTED_RE = re.compile(r"^Applied patch to '(.+)' with conflicts\.$")
+EMPTY_PATCH = "an empty patch (no diff): applied as empty, nothing to write"
 # Batches on (the default), or every patch tried alone: the same results, more git calls.
 # Tests switch it off to prove the first equals the second.
 BATCHES = True
@@ -677,7 +678,7 @@ class _Run:
         """Whether PATCH may go into a batch: it is simply tried (no record, not judged by
         its header or conditions), its diff can be concatenated, and, when a writer needs
         each patch's diff, no other patch touches its files."""
-        if not self.batch or patch.name in self.judging.recorded:
+        if not self.batch or patch.name in self.judging.recorded or variant.empty:
             return False
         if self.judging.upstream_has(variant) is not None:
             return False
@@ -863,7 +864,10 @@ class _Run:
         if record is not None:
             index.apply(record.diff, "--reverse")  # stale: take out what was written before
             result.notes.append("patch file changed since it was applied: re-applying")
-        if (why := judging.upstream_has(variant)) is not None:
+        if variant.empty:  # quilt applies it as empty: nothing to write, nothing missing
+            result.outcome = oc.ALREADY_APPLIED
+            result.detail = EMPTY_PATCH
+        elif (why := judging.upstream_has(variant)) is not None:
             result.outcome = oc.UPSTREAM_HAS_IT
             result.detail = why
         else:

@@ -11,10 +11,29 @@ from patchkeeper.bundled import bundled_patches
 from patchkeeper.commands.common import json_option, patches_option
 from patchkeeper.config import load_settings
 from patchkeeper.errors import UserError
-from patchkeeper.patchset import inspect_patch_set
+from patchkeeper.patchset import PatchSet, inspect_patch_set
 from patchkeeper.problems import Problem
 from patchkeeper.readable import unreadable_by_git
 from patchkeeper.report import emit_json
+
+
+def header_fields(patch_set: PatchSet) -> dict[str, dict[str, object]]:
+    """Per patch file (relative to the set): every header field as written, fields that may
+    repeat as lists, the free text, and whether it is empty. Unknown fields are shown too."""
+    shown: dict[str, dict[str, object]] = {}
+    for patch in patch_set.patches:
+        for variant in patch.variants:
+            header = variant.header
+            shown[str(variant.path.relative_to(patch_set.root))] = {
+                "fields": {
+                    header.names[key]: list(values) if len(values) > 1 else values[0]
+                    for key, values in header.values.items()
+                },
+                "unknown": sorted(header.unknown),
+                "free_text": "\n".join(header.free_text),
+                "empty": variant.empty,
+            }
+    return shown
 
 
 @click.command("lint")
@@ -39,6 +58,7 @@ def command(patches_dir: Path | None, as_json: bool) -> int:
             Problem(patch_set.root / "patchkeeper.toml", 1, str(exc).split(": ", 1)[-1])
         )
     code = exitcodes.USAGE if problems else exitcodes.OK
+    warnings = patch_set.warnings
     if as_json:
         emit_json(
             "lint",
@@ -48,12 +68,20 @@ def command(patches_dir: Path | None, as_json: bool) -> int:
                 {"file": str(p.path), "line": p.line, "message": p.message} for p in problems
             ],
             patches=[{"name": p.name, "outcome": "ok"} for p in patch_set.patches],
+            warnings=[
+                {"file": str(w.path), "line": w.line, "message": w.message} for w in warnings
+            ],
+            headers=header_fields(patch_set),
         )
         return code
     for problem in problems:
         click.echo(str(problem))
+    for warning in warnings:
+        click.echo(str(Problem(warning.path, warning.line, f"warning: {warning.message}")))
     count = len(patch_set.patches)
+    noted = f", {len(warnings)} warning(s)" if warnings else ""
     click.echo(
-        f"{patch_set.root}: {count} patch(es), {len(problems)} problem(s)", err=bool(problems)
+        f"{patch_set.root}: {count} patch(es), {len(problems)} problem(s){noted}",
+        err=bool(problems),
     )
     return code
