@@ -881,14 +881,14 @@ class _Run:
                 merged.update({tried[k]: m for k, m in found.items()})
                 refused = {tried[k]: why for k, why in refused_here.items()}
         conflicting = [i for i in left if merged.get(i) is False]
-        if len(conflicting) > 1 and contents is None:
+        if len(conflicting) > 1 or contents is not None:
             paths = [
                 path
                 for i in conflicting
                 for path in failed_files(known[i][1])
-                if path in known[i][0][1].files
+                if path in known[i][0][1].files and path not in (contents or {})
             ]
-            contents = self.index.read_files(paths)
+            contents = {**(contents or {}), **(self.index.read_files(paths) if paths else {})}
         for i, ((patch, variant, result), said) in enumerate(known):
             has_it = self._has_it(variant)
             judge_failed(

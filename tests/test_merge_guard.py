@@ -157,3 +157,38 @@ def test_apply_writes_nothing_twice(repo: Path, tmp_path: Path) -> None:
     assert outcomes(doc) == {"fix": "upstream-has-it"}, doc
     assert code == 0
     assert (repo / "src/index.c").read_text().count("MAX_ITEMS") == 1
+
+
+def test_in_a_batch_as_one_by_one(tmp_path: Path) -> None:
+    """Several failed patches are merged together in one `--3way` run: the guard judges each
+    the same as alone. Three files: upstream took the fix in two, one merges for real, and a
+    plain diff (no index line, so no 3-way to try) conflicts."""
+    from dataclasses import asdict
+
+    from patchkeeper.checking import check_refs
+    from patchkeeper.patchset import load_patch_set
+
+    names = ["a", "b", "c", "d"]
+    repo = make_repo(tmp_path / "up", {f"src/{n}.c": text(HEAD) for n in names}, tag="v1.0.0")
+    fixed = text(with_block(HEAD, "    int i;", CHECK))
+    diffs = {n: diff_of(repo, {f"src/{n}.c": fixed}) for n in names}
+    plain = "\n".join(line for line in diffs["d"].split("\n") if not line.startswith("index "))
+    diffs["d"] = plain
+    patches = write_patch_set(
+        tmp_path / "ps", {f"{n}.patch": patch_text(d) for n, d in diffs.items()}
+    )
+    upstream = text(with_block(HEAD, "    validate(buf);", CHECK))
+    reworded = text([line.replace("i++", "++i") for line in HEAD])
+    release = {"src/a.c": upstream, "src/b.c": upstream, "src/c.c": reworded, "src/d.c": reworded}
+    commit_files(repo, release, "release 1.1.0", tag="v1.1.0")
+    patch_set = load_patch_set(patches)
+
+    def results(batch: bool) -> list[dict]:
+        (target,) = check_refs(repo, patch_set, ["v1.1.0"], reuse=False, batch=batch)
+        return [{k: v for k, v in asdict(r).items() if k != "trees"} for r in target.results]
+
+    batched = results(True)
+    assert batched == results(False)
+    assert [r["outcome"] for r in batched] == [
+        "upstream-has-it", "upstream-has-it", "merged-3way", "conflict",
+    ]  # fmt: skip
