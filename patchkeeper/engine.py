@@ -1126,6 +1126,13 @@ def _live_record(
     return record
 
 
+_ON_ITS_OWN = {
+    oc.APPLIED: "applies",
+    oc.APPLIED_OFFSET: "applies at an offset",
+    oc.MERGED_3WAY: "merges in 3-way",
+}
+
+
 def _hold_back_dependents(
     patch_set: PatchSet,
     selected: dict[str, PatchFile | None],
@@ -1133,9 +1140,14 @@ def _hold_back_dependents(
 ) -> bool:
     """A patch sharing a file with an earlier failed one is not written either (its outcome
     becomes `conflict`). Returns whether any was held back: the caller then rebuilds the
-    scratch index without them."""
+    scratch index without them.
+
+    A failed patch leaves the index as it was, so a held-back patch was tried without it:
+    where no earlier patch wrote its files, its outcome is how it fares on its own, and the
+    detail says so (a person then knows that only the dependency keeps it out)."""
     failed_files: dict[str, str] = {}
-    held = False
+    written_by: dict[str, set[str]] = {}  # file -> earlier patches that wrote it
+    held: set[str] = set()
     for patch, result in zip(patch_set.patches, results, strict=True):
         files = set(selected[patch.name].files) if selected[patch.name] else set()
         if result.outcome in oc.FAILED:
@@ -1144,12 +1156,24 @@ def _hold_back_dependents(
         shared = sorted(files & failed_files.keys())
         if shared and result.outcome in oc.WRITES:
             blocker = failed_files[shared[0]]
+            before = set().union(*(written_by.get(path, set()) for path in files))
+            how = _ON_ITS_OWN[result.outcome]
+            if not before:
+                alone = f"; {how} on its own"
+            elif before & held:
+                alone = ""  # tried on top of another held-back patch: nothing to say
+            else:
+                alone = f"; {how} without it, on the patches before it"
             result.outcome = oc.CONFLICT
-            result.detail = f"held back: shares {shared[0]} with {blocker}, which did not apply"
+            why = "is held back too" if blocker in held else "failed"
+            result.detail = f"held back: shares {shared[0]} with {blocker}, which {why}{alone}"
             result.trees = None
             failed_files.update(dict.fromkeys(files, patch.name))
-            held = True
-    return held
+            held.add(patch.name)
+        if result.outcome in oc.WRITES or patch.name in held:
+            for path in files:
+                written_by.setdefault(path, set()).add(patch.name)
+    return bool(held)
 
 
 def present_in_ref(repo: Path, ref: str, variant: PatchFile) -> bool:
