@@ -21,6 +21,7 @@ from packaging.version import Version
 
 from patchkeeper.headers import HUNK_RE, Header, looks_like_diff, parse_header
 from patchkeeper.problems import Problem, raise_first
+from patchkeeper.version import PEP440, VersionScheme
 
 SERIES_NAME = "series"
 PATCH_SUFFIXES = (".patch", ".diff")
@@ -99,6 +100,7 @@ class Patch:
 class PatchSet:
     root: Path
     patches: tuple[Patch, ...]
+    scheme: VersionScheme = PEP440  # `[install] version_scheme`: how Applies-To was read
 
     def by_name(self, name: str) -> Patch | None:
         return next((p for p in self.patches if p.name == name), None)
@@ -367,6 +369,20 @@ def _specifier(
     return spec, None
 
 
+def _in_pep440(
+    path: Path, fields: dict[str, str], lines: list[str], scheme: VersionScheme
+) -> tuple[dict[str, str], list[Problem]]:
+    """FIELDS with the version ranges, written in SCHEME, as PEP 440 specifiers."""
+    converted, problems = dict(fields), []
+    for key in ("applies-to", "upstream-fixed-in"):
+        if key in fields:
+            converted[key], why = scheme.specifiers(fields[key])
+            if why is not None:
+                converted.pop(key)
+                problems.append(Problem(path, _field_line(lines, key), f"{key.title()}: {why}"))
+    return converted, problems
+
+
 def _condition(entry: str) -> tuple[ContentCondition | None, str | None]:
     """`PATH: TEXT` -> a condition, or why ENTRY is not one."""
     target, separator, text = entry.partition(": ")
@@ -623,10 +639,12 @@ def _read_diff(
 
 
 def parse_patch_file(
-    path: Path, *, outside_links: bool = False
+    path: Path, *, outside_links: bool = False, scheme: VersionScheme = PEP440
 ) -> tuple[PatchFile | None, list[Problem]]:
     """One patch file. OUTSIDE_LINKS: the patch set allows symlinks that point out of the
-    install (`[patches] allow_outside_symlinks`); otherwise a patch that writes one is refused."""
+    install (`[patches] allow_outside_symlinks`); otherwise a patch that writes one is refused.
+    SCHEME: how `Applies-To` and `Upstream-Fixed-In` write versions (`[install]
+    version_scheme`)."""
     data, unreadable = read_user_file(path, MAX_PATCH_BYTES)
     if unreadable:
         return None, [Problem(path, 1, unreadable)]
@@ -662,8 +680,10 @@ def parse_patch_file(
             return None, problems + diff_problems
         diff = read
         problems += diff_problems
-    applies_to, p1 = _specifier(path, fields, "applies-to", lines)
-    fixed_in, p2 = _specifier(path, fields, "upstream-fixed-in", lines)
+    in_pep440, scheme_problems = _in_pep440(path, fields, lines, scheme)
+    problems += scheme_problems
+    applies_to, p1 = _specifier(path, in_pep440, "applies-to", lines)
+    fixed_in, p2 = _specifier(path, in_pep440, "upstream-fixed-in", lines)
     problems += [p for p in (p1, p2) if p]
     upstream_has, has_problems = _upstream_has(path, fields, lines)
     problems += has_problems
@@ -760,6 +780,18 @@ def _outside_links_allowed(root: Path) -> bool:
         return False
 
 
+def _version_scheme(root: Path) -> VersionScheme:
+    """`[install] version_scheme` of the set's patchkeeper.toml (PEP 440 when it does not load:
+    its own problem is reported where settings are read)."""
+    from patchkeeper.config import load_settings
+    from patchkeeper.errors import UserError
+
+    try:
+        return load_settings(root).version_scheme
+    except UserError:
+        return PEP440
+
+
 def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
     """Load everything that loads and list every problem (the basis of `lint`)."""
     root = root.resolve()
@@ -767,6 +799,7 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
     entries, problems = read_series(root)
     outside_links = _outside_links_allowed(root)
+    scheme = _version_scheme(root)
     listed: set[Path] = set()
     patches: list[Patch] = []
     for _, entry in entries:
@@ -777,7 +810,9 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         listed |= set(files)
         variants = []
         for file in files:
-            parsed, file_problems = parse_patch_file(file, outside_links=outside_links)
+            parsed, file_problems = parse_patch_file(
+                file, outside_links=outside_links, scheme=scheme
+            )
             problems += file_problems
             if parsed:
                 variants.append(parsed)
@@ -786,7 +821,7 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
             patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
     for stray in sorted(_patch_files_on_disk(root) - listed):
         problems.append(Problem(stray, 1, "patch file is not listed in series"))
-    return PatchSet(root, tuple(patches)), problems
+    return PatchSet(root, tuple(patches), scheme), problems
 
 
 def load_patch_set(root: Path) -> PatchSet:
