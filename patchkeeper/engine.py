@@ -770,7 +770,7 @@ class _Run:
         """Whether PATCH may go into a batch: it is simply tried (no record, not judged by
         its header or conditions), its diff can be concatenated, and, when a writer needs
         each patch's diff, no other patch touches its files."""
-        if not self.batch or patch.name in self.judging.recorded or variant.empty:
+        if not self.batch or patch.name in self.judging.recorded or not variant.diff:
             return False
         if self.judging.upstream_has(variant) is not None:
             return False
@@ -1016,7 +1016,10 @@ class _Run:
         if record is not None:
             index.apply(record.diff, "--reverse")  # stale: take out what was written before
             result.notes.append("patch file changed since it was applied: re-applying")
-        if variant.empty:  # quilt applies it as empty: nothing to write, nothing missing
+        if variant.invalid is not None:  # unreadable or unsafe: never given to git
+            result.outcome = oc.INVALID
+            result.detail = variant.invalid
+        elif variant.empty:  # quilt applies it as empty: nothing to write, nothing missing
             result.outcome = oc.ALREADY_APPLIED
             result.detail = EMPTY_PATCH
         elif (why := judging.upstream_has(variant)) is not None:

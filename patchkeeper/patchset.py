@@ -65,6 +65,7 @@ class PatchFile:
     header: Header = field(default_factory=Header.none)  # every field, as written; free text
     warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
     empty: bool = False  # no diff at all: applied as empty, as quilt does
+    invalid: str | None = None  # why it cannot be read or is unsafe: `invalid`, never tried
 
     @property
     def description(self) -> str:
@@ -87,7 +88,11 @@ class Patch:
         """The variant for VERSION; None when no variant's range contains it.
 
         An unknown version only matches an unversioned variant (one without Applies-To).
+        A variant that cannot be read is chosen first: its range is unknown, so it may be
+        the one for VERSION, and the patch is `invalid` rather than quietly another variant.
         """
+        if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
+            return unread
         for variant in self.variants:
             if variant.applies_to is None:
                 return variant
@@ -814,18 +819,29 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
                 file, outside_links=outside_links, scheme=scheme
             )
             problems += file_problems
-            if parsed:
-                variants.append(parsed)
-        problems += _variant_problems(variants)
-        if variants and len(variants) == len(files):
+            variants.append(parsed or _invalid(file, file_problems))
+        problems += _variant_problems([v for v in variants if v.invalid is None])
+        if variants:
             patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
     for stray in sorted(_patch_files_on_disk(root) - listed):
         problems.append(Problem(stray, 1, "patch file is not listed in series"))
     return PatchSet(root, tuple(patches), scheme), problems
 
 
+def _invalid(path: Path, problems: list[Problem]) -> PatchFile:
+    """A patch file that cannot be read, or is unsafe: it stays in the set, as `invalid`
+    (its first problem says why), so one bad file does not stop the others."""
+    return PatchFile(
+        path=path, fields={}, diff=b"", files=(), applies_to=None, upstream_fixed_in=None,
+        smoke=(), sha256="", invalid=str(problems[0]) if problems else "cannot be read",
+    )  # fmt: skip
+
+
 def load_patch_set(root: Path) -> PatchSet:
-    """The patch set, or a one-line error (exit 2) naming the first problem."""
+    """The patch set, or a one-line error (exit 2) naming the first problem of the set as a
+    whole (series, variants, stray files). A patch file that cannot be read or is unsafe is
+    no such problem: it is `invalid` on its own (`lint` lists it)."""
     patch_set, problems = inspect_patch_set(root)
-    raise_first(problems)
+    invalid = {v.path for p in patch_set.patches for v in p.variants if v.invalid is not None}
+    raise_first([problem for problem in problems if problem.path not in invalid])
     return patch_set

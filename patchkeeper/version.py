@@ -82,7 +82,7 @@ _SEMVER_RE = re.compile(
 _PRE = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "rc": "rc", "pre": "rc"}
 _DEBIAN_RE = re.compile(
     r"^(?:(?P<epoch>\d+):)?(?P<release>\d+(?:\.\d+)*)(?:p(?P<post>\d+))?"
-    r"(?:~(?P<pre>[A-Za-z]+)\.?(?P<pre_n>\d*))?(?:\+(?P<local>[A-Za-z0-9.]+))?"
+    r"(?:~(?P<pre>[A-Za-z]+)\.?(?P<pre_n>\d*))?(?:\+(?P<local>[A-Za-z0-9.+]+))?"
     r"(?:-(?P<revision>[A-Za-z0-9.+~]+))?$"
 )
 
