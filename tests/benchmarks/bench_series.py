@@ -31,16 +31,17 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+
 from patchkeeper.version import SCHEMES
+from tests.benchmarks.bench_check import median_seconds
 
 DEBIAN = SCHEMES["debian"]
 GIT_ENV = {
@@ -217,15 +218,6 @@ def check(repo: Path, patches: Path, trace: Path | None = None) -> dict:
         return json.loads(proc.stdout)
     except json.JSONDecodeError:
         return {"error": proc.stderr.decode(errors="replace").strip()[-400:]}
-
-
-def median_seconds(action, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def measure(
