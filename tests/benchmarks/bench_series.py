@@ -16,7 +16,8 @@ repository, with `[install] version_scheme = "debian"`. Then, each the median of
 - quilt push -a: per release, the tree unpacked (`git archive | tar -x`) and `quilt push -a`
   (quilt's default fuzz), which stops at the first patch that fails;
 - patch, each: per release, the tree unpacked and every patch judged as quilt does it
-  (`patch -p1 --fuzz=0 -N`, going on past a failure), which is what `check` answers.
+  (`patch -p1 --fuzz=0 -N --dry-run`, then applied when that succeeds, going on past a
+  failure), which is what `check` answers.
 
 The ratio patchkeeper / quilt is printed per package and for all of them, with the number
 of git processes `check` ran and how many of them were `git apply --3way` (from GIT_TRACE,
@@ -198,14 +199,20 @@ def patch_each(repo: Path, patches: Path, tags: list[str], work: Path) -> dict[s
         tree = work / tag
         tree_of(repo, tag, tree)
         for name in series_names(patches):
-            with open(patches / name, "rb") as diff:
-                proc = subprocess.run(
-                    ["patch", "-p1", "--fuzz=0", "-N", "-s", "-f", "--no-backup-if-mismatch",
-                     "-r", "-"], cwd=tree, stdin=diff, capture_output=True, check=False,
-                )  # fmt: skip
-            counts["applies" if proc.returncode == 0 else "fails"] += 1
+            applies = gnu_patch(tree, patches / name, "--dry-run") == 0
+            if applies:  # as quilt push: all of it or nothing (patch -f keeps the hunks that fit)
+                gnu_patch(tree, patches / name)
+            counts["applies" if applies else "fails"] += 1
         shutil.rmtree(tree)
     return dict(counts)
+
+
+def gnu_patch(tree: Path, diff: Path, *flags: str) -> int:
+    with open(diff, "rb") as stream:
+        return subprocess.run(
+            ["patch", "-p1", "--fuzz=0", "-N", "-s", "-f", "--no-backup-if-mismatch", "-r", "-",
+             *flags], cwd=tree, stdin=stream, capture_output=True, check=False,
+        ).returncode  # fmt: skip
 
 
 def check(repo: Path, patches: Path, trace: Path | None = None) -> dict:
