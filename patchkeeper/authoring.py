@@ -3,6 +3,12 @@
 The diff is taken between "HEAD plus the patches before it" and "the work tree minus the
 patches after it", over the patch's own paths, so other patches' lines never leak into it.
 The patch is then recorded as applied: the work tree already holds it.
+
+`refresh` of a patch that is not in place (it conflicted, so `apply` wrote none of it) keeps,
+from the patch as written, the files the work tree leaves as they were: the hand fix was made
+in the conflicting files, and a file the patch creates, or one whose lines still apply, is not
+in the tree to be taken from it. Those parts are written to the work tree too, so that what is
+recorded as applied is all there.
 """
 
 from __future__ import annotations
@@ -11,12 +17,15 @@ import datetime as dt
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.engine import split_hunks
+from patchkeeper import git
+from patchkeeper.engine import failed_files, split_hunks
 from patchkeeper.errors import UserError
 from patchkeeper.install import Install
-from patchkeeper.patchset import PatchSet, parse_patch_file, unsafe_path
+from patchkeeper.patching import _write as write_worktree
+from patchkeeper.patchset import PatchFile, PatchSet, parse_patch_file, unsafe_path
 from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
@@ -36,7 +45,26 @@ def from_this_minor(version: VersionInfo) -> str | None:
     return f">={major}.{minor}"
 
 
-def _diff_for(install: Install, patch_set: PatchSet, name: str, paths: list[str]) -> bytes:
+@dataclass(frozen=True)
+class _Taken:
+    """What the work tree gives for a patch: its new DIFF, the files KEPT from the patch as
+    written (the tree leaves them as they were), and what the tree still needs for those
+    (TO_WRITE, a diff of the work tree; empty when nothing is kept)."""
+
+    diff: bytes
+    kept: tuple[str, ...] = ()
+    to_write: bytes = b""
+
+
+def _diff_for(
+    install: Install,
+    patch_set: PatchSet,
+    name: str,
+    paths: list[str],
+    keep_from: PatchFile | None = None,
+) -> _Taken:
+    """The diff of NAME over PATHS, from the work tree; with KEEP_FROM, the parts of that
+    patch file for paths the work tree leaves as they were are kept (see the docstring)."""
     if install.head() is None:
         raise UserError(f"{install.path}: HEAD does not name a commit yet")
     records = load_applied(install.state_dir)
@@ -55,7 +83,46 @@ def _diff_for(install: Install, patch_set: PatchSet, name: str, paths: list[str]
         index.load_worktree(touched)
         for other in reversed(after):
             _must_apply(index, diffs[other], other, "--reverse")
-        return tree_diff(install.path, base, index.write_tree(), paths)
+        taken = index.write_tree()
+        kept, sections = _untouched(install.path, base, taken, keep_from)
+        if not kept:
+            return _Taken(tree_diff(install.path, base, taken, paths))
+        _must_keep(index, sections, keep_from)
+        diff = tree_diff(install.path, base, index.write_tree(), paths)
+        index.load_worktree(kept)  # the tree as it is, later patches in place
+        as_it_is = index.write_tree()
+        _must_keep(index, sections, keep_from)
+        to_write = tree_diff(install.path, as_it_is, index.write_tree(), kept)
+        return _Taken(diff, tuple(kept), to_write)
+
+
+def _untouched(
+    repo: Path, base: str, taken: str, variant: PatchFile | None
+) -> tuple[list[str], bytes]:
+    """The files VARIANT changes that TAKEN (the work tree's) holds as BASE does, and
+    VARIANT's own sections for them; none when that is all of them (the work tree holds
+    nothing of the patch to refresh it from), or when there is no VARIANT to keep from."""
+    if variant is None:
+        return [], b""
+    changed = git.out(
+        ["diff-tree", "-r", "-z", "--name-only", "--no-renames", base, taken, "--", *variant.files],
+        repo,
+    ).split("\0")
+    own = [(path, header + b"".join(hunks)) for path, header, hunks in split_hunks(variant.diff)]
+    kept = [(path, section) for path, section in own if path not in changed]
+    if len(kept) == len(own):
+        return [], b""
+    return [path for path, _ in kept], b"".join(section for _, section in kept)
+
+
+def _must_keep(index: ScratchIndex, sections: bytes, variant: PatchFile) -> None:
+    proc = index.apply(sections)
+    if proc.returncode != 0:
+        files = ", ".join(failed_files(proc.stderr)) or "its other files"
+        raise UserError(
+            f"{variant.path}: the work tree leaves {files} as upstream has it, and the patch's "
+            "change to it no longer applies: fix it by hand as well, then refresh"
+        )
 
 
 def _must_apply(index: ScratchIndex, diff: bytes, name: str, *flags: str) -> None:
@@ -99,7 +166,7 @@ def record_patch(
             raise UserError(f"{path!r}: {reason}")
         if (install.path / path).is_dir():
             raise UserError(f"{install.path / path}: a directory; name the files to record")
-    diff = _diff_for(install, patch_set, name, list(paths))
+    diff = _diff_for(install, patch_set, name, list(paths)).diff
     if not diff:
         raise UserError(f"{install.path}: no changes to {', '.join(paths)} against HEAD")
     header = [
@@ -141,14 +208,24 @@ def _updated_header(text: str, head: str) -> str:
     return "\n".join([*lines, f"Last-Update: {today}", f"Base: {head}"]) + "\n"
 
 
-def refresh_patch(install: Install, patch_set: PatchSet, version: VersionInfo, name: str) -> Path:
+@dataclass(frozen=True)
+class Refreshed:
+    path: Path  # the patch file written
+    kept: tuple[str, ...]  # files kept from the patch as written, and written to the work tree
+
+
+def refresh_patch(
+    install: Install, patch_set: PatchSet, version: VersionInfo, name: str
+) -> Refreshed:
     patch = patch_set.by_name(name)
     if patch is None:
         raise UserError(f"{patch_set.root / 'series'}: no patch named {name!r}")
     variant = patch.select(version.version)
     if variant is None:
         raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
-    diff = _diff_for(install, patch_set, name, list(variant.files))
+    in_place = name in load_applied(install.state_dir)
+    taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
+    diff = taken.diff
     if not diff:
         raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
     original = variant.path.read_bytes().decode("utf-8")  # no newline translation
@@ -157,6 +234,7 @@ def refresh_patch(install: Install, patch_set: PatchSet, version: VersionInfo, n
     header = re.sub(r"\n---\n(?:.*\n)*$", "\n", header) if "\n---\n" in header else header
     text = (_updated_header(header, install.head() or "") + "---\n").encode() + diff
     _write_checked(variant.path, text)
+    write_worktree(install, taken.to_write)
     relative = str(variant.path.relative_to(patch_set.root))
     _record_applied(install, name, relative, text, diff)
-    return variant.path
+    return Refreshed(variant.path, taken.kept)

@@ -9,6 +9,7 @@ per outcome, and one line for each run of refs with nothing new.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -250,8 +251,22 @@ def render_text(reports: Sequence[RefReport], *, colour: bool = True) -> list[st
 # ---------------------------------------------------------------- Markdown
 
 
+_MARKDOWN_SPECIAL = "\\`*_|"
+
+
 def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+    """TEXT as literal Markdown text, in a table cell too: a backslash before each character
+    that would start emphasis or code, or end a cell."""
+    return "".join(f"\\{c}" if c in _MARKDOWN_SPECIAL else c for c in text)
+
+
+def _code(text: str, *, in_table: bool = False) -> str:
+    """TEXT as a Markdown code span: a fence longer than any run of backticks in it (a
+    backslash escapes nothing inside code); in a table, `|` escaped so the cell goes on."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    body = text.replace("|", "\\|") if in_table else text
+    return f"{fence}{pad}{body}{pad}{fence}"
 
 
 def markdown_summary(reports: Sequence[RefReport], patch_set: str) -> str:
@@ -267,7 +282,7 @@ def markdown_summary(reports: Sequence[RefReport], patch_set: str) -> str:
     lines = [
         f"## patchkeeper check: {title}",
         "",
-        f"{len(reports)} refs checked; patch set `{_md(patch_set)}`.",
+        f"{len(reports)} refs checked; patch set {_code(patch_set)}.",
         "",
         "| ref | version | " + " | ".join(head for head, _ in COLUMNS) + " | changes |",
         "|---|---|" + "---:|" * len(COLUMNS) + "---|",
@@ -276,9 +291,8 @@ def markdown_summary(reports: Sequence[RefReport], patch_set: str) -> str:
         report = row.report
         numbers = " | ".join(str(n) for n in counts(report.results))
         said = "; ".join(f"{n} {b or '-'} → {a}" for n, b, a in row.changes) or "first ref"
-        lines.append(
-            f"| `{_md(report.ref)}` | {report.version.version or '?'} | {numbers} | {_md(said)} |"
-        )
+        ref = _code(report.ref, in_table=True)
+        lines.append(f"| {ref} | {report.version.version or '?'} | {numbers} | {_md(said)} |")
         if row.same:
             lines.append(
                 f"| … {len(row.same)} more | | " + " | ".join("" for _ in COLUMNS)

@@ -9,6 +9,7 @@ have the same blobs as on an earlier ref is not tried again (engine.TrialMemo).
 from __future__ import annotations
 
 import fnmatch
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ class RefReport:
     commit: str
     version: VersionInfo
     results: list[PatchResult]
+    seconds: float = 0.0  # how long judging this ref took (JUnit's `time`)
 
 
 # ---------------------------------------------------------------- which refs
@@ -173,6 +175,7 @@ def check_refs(
     memo = TrialMemo() if reuse else None
     reports = []
     for number, (ref, commit, version) in enumerate(zip(refs, commits, versions, strict=True)):
+        started = time.monotonic()
         classification = classify(
             patch_set,
             repo,
@@ -184,7 +187,8 @@ def check_refs(
             memo=memo,
             has_content=has[commit],
         )
-        reports.append(RefReport(ref, commit, version, classification.results))
+        seconds = time.monotonic() - started
+        reports.append(RefReport(ref, commit, version, classification.results, seconds))
         if progress is not None:
             progress(number + 1, len(refs), ref)
     return reports

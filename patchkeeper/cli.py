@@ -5,11 +5,16 @@ Commands live one per module under `patchkeeper/commands/` and are imported only
 command from the one-line summaries below without importing a command module, and a command
 loads only what it uses. Every user-facing failure is a PatchkeeperError: printed as one line,
 mapped to its exit code.
+
+A reader that goes away early (`patchkeeper check | head -1`) changes nothing: what can no
+longer be delivered to it is dropped, silently, and the command runs to its end with the exit
+code it would have had. An update is never cut short half-way because a pipe closed.
 """
 
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
 from typing import NoReturn
@@ -82,23 +87,21 @@ class LazyGroup(click.Group):
         return module.command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Click's own command list, from SUMMARIES rather than the imported commands."""
-        names = self.list_commands(ctx)
-        if not names:
-            return
-        limit = formatter.width - 6 - max(len(name) for name in names)
+        """The command list, from SUMMARIES rather than the imported commands. Each summary
+        is shown whole, wrapped under its name: click's short help cuts it at the terminal's
+        width ("touching..."), which leaves half a sentence."""
         rows = []
-        for name in names:
+        for name in self.list_commands(ctx):
             summary = SUMMARIES.get(name)
             if summary is None:
                 command = self.get_command(ctx, name)
                 if command is None or command.hidden:
                     continue
-                rows.append((name, command.get_short_help_str(limit)))
-            else:
-                rows.append((name, click.utils.make_default_short_help(summary, limit)))
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+                summary = command.get_short_help_str(limit=10_000)
+            rows.append((name, summary))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -112,11 +115,79 @@ def cli() -> None:
     """
 
 
+class _DroppedWhenClosed(io.RawIOBase):
+    """The file descriptor FD, written as is, until its reader is gone: from the first EPIPE
+    on, FD is /dev/null (for this process and every process started after), and a write
+    reports everything as written. Python ignores SIGPIPE, so without this the first write
+    after the reader left would raise BrokenPipeError from wherever the command was."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, data: bytes) -> int:
+        try:
+            return os.write(self._fd, data)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._fd)
+            os.close(devnull)
+            return memoryview(data).nbytes
+
+
+def _survive_closed_pipes() -> None:
+    """Put stdout and stderr (the process's own, not a caller's replacement) on
+    _DroppedWhenClosed, with the same encoding and buffering."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or stream is not getattr(sys, f"__{name}__"):
+            continue
+        try:
+            stream.flush()
+            fd = stream.fileno()
+        except (OSError, ValueError):
+            continue
+        guarded = io.TextIOWrapper(
+            io.BufferedWriter(_DroppedWhenClosed(fd)),
+            encoding=stream.encoding,
+            errors=stream.errors,
+            line_buffering=stream.line_buffering,
+            write_through=getattr(stream, "write_through", False),
+        )
+        setattr(sys, name, guarded)
+
+
 def _wants_json(argv: list[str]) -> bool:
     from itertools import pairwise
 
     pairs = pairwise(argv)
     return "--json" in argv or "--format=json" in argv or ("--format", "json") in pairs
+
+
+# Subcommands (and `leftovers` actions) whose documents carry their own command name.
+_NAMED_PARTS: dict[str, tuple[str, ...]] = {
+    "fleet": ("playbook", "report", "ready"),
+    "leftovers": ("restore", "drop"),
+}
+
+
+def _command_name(args: list[str]) -> str:
+    """The command a document names: `update`, or `fleet report` for a subcommand."""
+    index = next((i for i, arg in enumerate(args) if arg in COMMANDS), None)
+    if index is None:
+        return ""
+    name = args[index]
+    part = next((a for a in args[index + 1 :] if a in _NAMED_PARTS.get(name, ())), None)
+    return f"{name} {part}" if part else name
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -125,12 +196,13 @@ def _fail(message: str, code: int) -> NoReturn:
     if _wants_json(sys.argv):
         from patchkeeper.report import emit_json
 
-        command = next((a for a in sys.argv[1:] if a in COMMANDS), "")
-        emit_json(command, code, error=message, patches=[])
+        emit_json(_command_name(sys.argv[1:]), code, error=message.removeprefix("error: "),
+                  patches=[])  # fmt: skip
     sys.exit(code)
 
 
 def main() -> None:
+    _survive_closed_pipes()
     try:
         code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -124,6 +124,9 @@ def load_settings(patch_dir: Path) -> Settings:
         raise UserError(f"{path}: not valid UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib descends once per `[` or `{`: x = [[[[...]]]]
+        why = "not valid TOML here: arrays or tables nested too deeply"
+        raise UserError(f"{path}: {why}") from None
     for section, body in data.items():
         if section not in _KNOWN or not isinstance(body, dict):
             raise UserError(f"{path}: unknown section [{section}]")

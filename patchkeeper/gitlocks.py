@@ -14,7 +14,13 @@ release runs for minutes), so a lock file is removed only when nobody can hold i
 
 Any other process left in the updater's group (a daemon it restarted) holds nothing: it is
 named by `recover` and never keeps a stale lock alive. A git whose descriptors or cwd cannot
-be read is counted as a holder.
+be read is counted as a holder, unless it could not have made the lock: git creates it, so
+its owner is the user whose git made it, and a git running under none of that user's ids
+(real, effective, saved, file system) is not its holder. On a shared host, that is every other
+user's git, root's included: its descriptors are what cannot be read, and it did not make a
+lock another user owns. This trusts the file system to record who created a file, as every
+local Linux file system does (one that gives every file the same owner, vfat, or NFS with
+all_squash, would not tell).
 Linux /proc only; elsewhere nothing is ever removed (every lock counts as held).
 """
 
@@ -62,6 +68,25 @@ def _argv(pid: str) -> list[str]:
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
 
 
+def _uids(pid: str) -> set[int] | None:
+    """PID's real, effective, saved and file-system uids; None when they cannot be read."""
+    try:
+        for line in (_PROC / pid / "status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return {int(uid) for uid in line.split()[1:]}
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _owner(lock: Path) -> int | None:
+    """The uid that created LOCK (its owner); None when it cannot be told."""
+    try:
+        return lock.lstat().st_uid
+    except OSError:
+        return None
+
+
 def _comm(pid: str) -> str:
     try:
         return (_PROC / pid / "comm").read_text().strip()
@@ -102,6 +127,7 @@ def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> li
     if not (_PROC / "self" / "fd").is_dir():
         return [Holder(0, "?", "no /proc here: who holds it cannot be checked")]
     roots = (install.path, install.git_dir)
+    owner = _owner(lock)
     found = []
     for entry in _PROC.iterdir():
         pid = entry.name
@@ -121,7 +147,7 @@ def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> li
         elif in_group and (is_git or opens is None):
             what = "a git" if is_git else "a process whose files cannot be inspected"
             why = f"{what} still in the updater's process group {updater_pgid}"
-        elif is_git:
+        elif is_git and _could_make(pid, owner):  # another user's git did not make it
             try:
                 cwd = os.readlink(_PROC / pid / "cwd")
             except OSError:
@@ -133,3 +159,9 @@ def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> li
         if why:
             found.append(Holder(int(pid), command, why))
     return found
+
+
+def _could_make(pid: str, owner: int | None) -> bool:
+    """Whether PID runs under the uid that owns the lock (or either cannot be told)."""
+    uids = _uids(pid)
+    return owner is None or uids is None or owner in uids

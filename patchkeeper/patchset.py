@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from patchkeeper.headers import HUNK_RE, Header, looks_like_diff, parse_header
 from patchkeeper.problems import Problem, raise_first
@@ -175,6 +175,7 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
     entries: list[tuple[int, str]] = []
     seen: set[str] = set()
     names: dict[str, str] = {}  # patch name -> the entry that has it
+    owners: dict[Path, str] = {}  # real path of a patch file -> the entry that has it
     for number, raw in enumerate(text.split("\n"), 1):
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
         if not line:
@@ -200,11 +201,51 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
             )
         elif not (root / entry).exists() and not (root / entry).is_symlink():
             problems.append(Problem(path, number, f"{entry!r} does not exist"))
+        elif (alias := _alias(root, entry, owners)) is not None:
+            problems.append(Problem(path, number, alias))
         else:
+            owners.update(dict.fromkeys(_real_patch_files(root, entry), entry))
             seen.add(entry)
             names[patch_name(entry)] = entry
             entries.append((number, entry))
     return entries, problems
+
+
+def _real(path: Path) -> Path | None:
+    """PATH with every symlink followed; None for a symlink loop."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python 3.11's "Symlink loop"
+        return None
+
+
+def _real_patch_files(root: Path, entry: str) -> set[Path]:
+    """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
+    target = root / entry
+    try:
+        files = _patch_files(target) if target.is_dir() else [target]
+    except OSError:
+        return set()  # an unreadable folder is reported where its variants are read
+    return {real for file in files if (real := _real(file)) is not None}
+
+
+def _alias(root: Path, entry: str, owners: dict[Path, str]) -> str | None:
+    """Why ENTRY is no patch of its own, or None. It may be the patch set's own folder (`.`,
+    or a symlink to it or to a folder above it), whose patch files are the other entries'; or
+    it may name, through a symlink, a patch file an earlier entry has (OWNERS: real path ->
+    entry). Either way it would be a second patch with the same diff, already-applied as soon
+    as the first is in place. ROOT is the patch set's real path."""
+    real = _real(root / entry)
+    if real is not None and (real == root or real in root.parents):
+        what = "the patch set's own folder" if real == root else "a folder above the patch set"
+        return f"{entry!r} is {what}; a series entry names a patch file or a folder of variants"
+    for file in sorted(_real_patch_files(root, entry)):
+        if file in owners:
+            return (
+                f"{entry!r} is the same patch file as {owners[file]!r} ({file.name}); "
+                "list each fix once"
+            )
+    return None
 
 
 def _patch_files(folder: Path) -> list[Path]:
@@ -368,7 +409,10 @@ def _specifier(
     try:
         spec = SpecifierSet(fields[key])
     except InvalidSpecifier:
-        return None, Problem(path, line, f"invalid PEP 440 specifier set {fields[key]!r}")
+        return None, Problem(path, line, f"invalid PEP 440 specifier set {_shown(fields[key])}")
+    if (bad := _uncomparable(spec)) is not None:  # before str(): it compares them too
+        why = f"{key.title()} {_shown(bad)}: a version number too long to compare"
+        return None, Problem(path, line, why)
     if not str(spec):
         return None, Problem(path, line, f"empty specifier set in {key}")
     return spec, None
@@ -386,6 +430,30 @@ def _in_pep440(
                 converted.pop(key)
                 problems.append(Problem(path, _field_line(lines, key), f"{key.title()}: {why}"))
     return converted, problems
+
+
+def _uncomparable(spec_set: SpecifierSet) -> str | None:
+    """The specifier of SPEC_SET that no version can be compared with, or None.
+
+    packaging parses a specifier's version only when it first compares one, and a number past
+    Python's int-conversion limit (4300 digits) raises ValueError there: on every version, in
+    every command, after an update moved HEAD as much as before. It is refused here instead.
+    """
+    for spec in spec_set:
+        if spec.operator == "===":  # arbitrary equality compares strings, never numbers
+            continue
+        try:
+            Version(spec.version.removesuffix(".*"))
+        except (InvalidVersion, ValueError):
+            return str(spec)
+    return None
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """TEXT quoted for a one-line message, cut at LIMIT characters (with its length)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _condition(entry: str) -> tuple[ContentCondition | None, str | None]:
@@ -823,8 +891,12 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         problems += _variant_problems([v for v in variants if v.invalid is None])
         if variants:
             patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
-    for stray in sorted(_patch_files_on_disk(root) - listed):
-        problems.append(Problem(stray, 1, "patch file is not listed in series"))
+    known = {_real(file) for file in listed}  # one file seen through symlinks is one file,
+    strays = _patch_files_on_disk(root) - listed  # named by its own path where it has one
+    for stray in sorted(strays, key=lambda path: (_real(path) != path, path)):
+        if (real := _real(stray)) is None or real not in known:
+            known.add(real)
+            problems.append(Problem(stray, 1, "patch file is not listed in series"))
     return PatchSet(root, tuple(patches), scheme), problems
 
 

@@ -37,7 +37,13 @@ _COLOURS = {
 
 
 def use_colour() -> bool:
-    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    """On a terminal only, and not when NO_COLOR is set and non-empty (no-color.org) or the
+    terminal is dumb (as git does)."""
+    return (
+        sys.stdout.isatty()
+        and not os.environ.get("NO_COLOR")
+        and os.environ.get("TERM") != "dumb"
+    )
 
 
 def paint(text: str, colour: str | None) -> str:
@@ -135,6 +141,8 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "leftovers": _LEFTOVERS,
     "audit": _AUDIT,
     "demo": {"sandbox": None, "steps": [], **_UPDATE},
+    "fleet report": {"reports_dir": None, "counts": {}, "hosts": [], "patches": []},
+    "fleet ready": {"install": None, "patch_set": None, "patches": []},
 }
 
 
@@ -142,7 +150,8 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
     """One document on stdout: `schema`, `command`, `exit_code`, then the command's keys
     (DOCUMENT_KEYS), all present in every document; `error` too when the run stopped on one."""
     document: dict[str, Any] = {"schema": SCHEMA, "command": command, "exit_code": exit_code}
-    document.update(copy.deepcopy(DOCUMENT_KEYS.get(command.split(" ")[0], {})))
+    keys = DOCUMENT_KEYS.get(command, DOCUMENT_KEYS.get(command.split(" ")[0], {}))
+    document.update(copy.deepcopy(keys))
     document.update(fields)
     click.echo(json.dumps(document, indent=2, default=str))
 

@@ -50,10 +50,8 @@ class VersionScheme:
 
     def parse(self, text: str) -> Version | None:
         text = text.strip()
-        try:
-            return Version(text)
-        except InvalidVersion:
-            return self._parse(text)
+        version = parse_version(text)
+        return version if version is not None else self._parse(text)
 
     def specifiers(self, text: str) -> tuple[str, str | None]:
         """An `Applies-To` text in this scheme -> (the PEP 440 specifier text, why not)."""
@@ -102,7 +100,7 @@ def _semver(text: str) -> Version | None:
         else:
             digits = re.sub(r"\D", "", words[0])
             pre = f".dev{number if number != '0' else digits or 0}"
-    return _version(f"{match['release']}{pre}")
+    return parse_version(f"{match['release']}{pre}")
 
 
 def _debian(text: str) -> Version | None:
@@ -117,14 +115,7 @@ def _debian(text: str) -> Version | None:
         pre = f"{label}{match['pre_n'] or 0}" if label else f".dev{match['pre_n'] or 0}"
     local = [p for p in (match["local"], match["revision"]) if p]
     tail = "+" + ".".join(re.sub(r"[^A-Za-z0-9.]", ".", p) for p in local) if local else ""
-    return _version(f"{epoch}{match['release']}{pre}{post}{tail}")
-
-
-def _version(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+    return parse_version(f"{epoch}{match['release']}{pre}{post}{tail}")
 
 
 PEP440 = VersionScheme("pep440", lambda _text: None)
@@ -189,6 +180,16 @@ def version_from_blob(repo: Path, ref: str, version_file: VersionFile) -> Versio
     return version_file.read(proc.stdout)
 
 
+def parse_version(text: str) -> Version | None:
+    """TEXT as a PEP 440 version, or None. A number past Python's int-conversion limit (4300
+    digits) is no version either: packaging raises ValueError on it, and an upstream that
+    states one after an update moved HEAD must not stop every later command."""
+    try:
+        return Version(text)
+    except (InvalidVersion, ValueError):
+        return None
+
+
 def fallen_back(info: VersionInfo, reasons: list[str]) -> VersionInfo:
     """INFO, its text first saying why the sources tried before it gave no version."""
     return replace(info, text="; ".join([*reasons, info.text]))
@@ -212,7 +213,7 @@ def describe_to_version(described: str, scheme: VersionScheme = PEP440) -> Versi
     base = tag_to_version(match["tag"], scheme)
     if base is None or not match["distance"] or match["distance"] == "0":
         return base
-    return Version(f"{base.public}+{match['distance']}.g{match['sha'][:7]}")
+    return parse_version(f"{base.public}+{match['distance']}.g{match['sha'][:7]}")
 
 
 def version_of_ref(

@@ -346,7 +346,7 @@ def test_a_busy_host_is_retried_then_halts_the_rest_and_a_rerun_resumes(fleet: F
     rows = rows_by_host(document)
     assert [rows[name]["exit_code"] for name in HOSTS] == [0, 0, 6, None]
     assert "busy" in rows["h3"]["error"] and rows["h4"]["report"] is False
-    assert "h3: exit 6 (fleet)" in text and "busy: held by pid" in text
+    assert "h3: exit 6 (fleet ready)" in text and "busy: held by pid" in text
 
     # Resume: the same command again. h1 and h2 report exit 0 and still stand so: skipped.
     done = {name: (fleet.reports / name / "update.json").read_bytes() for name in ("h1", "h2")}

@@ -79,7 +79,7 @@ def render_table(reports) -> None:  # type: ignore[no-untyped-def]
     "junit_path",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Also write the results as JUnit XML to this file, for CI.",
+    help="Also write the results as JUnit XML to this file, for CI (`-`: stdout).",
 )
 @click.option(
     "--progress/--no-progress",
@@ -120,6 +120,10 @@ def command(
     output = "json" if as_json else output_format or "text"
     if not (refs or tag_globs or since is not None):
         raise click.UsageError("say which refs: --ref REF, --tags GLOB or --since VERSION")
+    if junit_path is not None and str(junit_path) == "-":  # stdout: the XML is the output
+        if output not in ("text", "junit"):
+            raise click.UsageError(f"--junit - and --format {output} both write to stdout")
+        output, junit_path = "junit", None
     if junit_path is not None and not junit_path.parent.is_dir():
         raise UserError(f"{junit_path.parent}: no such folder for --junit")
 

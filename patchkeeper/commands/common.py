@@ -12,14 +12,27 @@ import click
 from patchkeeper.workspace import open_workspace
 
 
-def patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def _patches(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--patches",
         "patches_dir",
         type=click.Path(path_type=Path, file_okay=False),
         default=None,
-        help="Patch set folder (default: the bundled Hermes patch set).",
+        help=help_text,
+    )
+
+
+def patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return _patches(
+        "Patch set folder (default: PATCHKEEPER_PATCHES, else the set the install was last "
+        "applied from, else the bundled Hermes patch set)."
     )(f)
+
+
+def bundled_patches_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """For the commands whose default is the bundled set alone (lint reads no install; doctor
+    does not look for the set the install was applied from)."""
+    return _patches("Patch set folder (default: the bundled Hermes patch set).")(f)
 
 
 def install_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -69,6 +82,7 @@ def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 __all__ = [
     "Seconds",
+    "bundled_patches_option",
     "install_option",
     "json_option",
     "open_workspace",

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from patchkeeper.bundled import bundled_patches
-from patchkeeper.commands.common import install_option, json_option, patches_option
+from patchkeeper.commands.common import bundled_patches_option, install_option, json_option
 from patchkeeper.doctor import DoctorReport, diagnose
 from patchkeeper.report import emit_json, paint, patch_json
 
@@ -30,7 +30,7 @@ def render(report: DoctorReport) -> None:
 
 @click.command("doctor")
 @install_option
-@patches_option
+@bundled_patches_option
 @json_option
 def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
     """Say whether the install is safe to update unattended; exit 0 only when all hold.

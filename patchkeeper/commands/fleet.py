@@ -40,7 +40,7 @@ def command() -> None:
     "out_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Write patchkeeper-rollout.yml into this folder (default: print it on stdout).",
+    help="Write patchkeeper-rollout.yml into this folder (default, or `-`: print it on stdout).",
 )
 def playbook(out_dir: Path | None) -> int:
     """Write out the Ansible playbook that rolls `patchkeeper update` out to a fleet.
@@ -57,7 +57,7 @@ def playbook(out_dir: Path | None) -> int:
     from patchkeeper.fleet import PLAYBOOK_NAME, playbook_text
 
     text = playbook_text()
-    if out_dir is None:
+    if out_dir is None or str(out_dir) == "-":
         click.echo(text, nl=False)
         return 0
     target = out_dir / PLAYBOOK_NAME

@@ -138,7 +138,7 @@ def drop(workspace, leftover_id: str, as_json: bool) -> int:
 
 @click.command("leftovers")
 @click.argument("action", type=click.Choice(ACTIONS), default="list")
-@click.argument("leftover_id", metavar="ID", required=False)
+@click.argument("leftover_id", metavar="[ID]", required=False)
 @click.option(
     "--markers", is_flag=True, help="restore: write a conflicting merge too, with conflict markers."
 )

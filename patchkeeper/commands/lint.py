@@ -8,7 +8,7 @@ import click
 
 from patchkeeper import exitcodes
 from patchkeeper.bundled import bundled_patches
-from patchkeeper.commands.common import json_option, patches_option
+from patchkeeper.commands.common import bundled_patches_option, json_option
 from patchkeeper.config import load_settings
 from patchkeeper.errors import UserError
 from patchkeeper.patchset import PatchSet, inspect_patch_set
@@ -37,7 +37,7 @@ def header_fields(patch_set: PatchSet) -> dict[str, dict[str, object]]:
 
 
 @click.command("lint")
-@patches_option
+@bundled_patches_option
 @json_option
 def command(patches_dir: Path | None, as_json: bool) -> int:
     """Check series, headers, specifiers, variants, diffs and paths of a patch set.

@@ -21,7 +21,13 @@ from patchkeeper.workspace import Workspace, locked_for_writing
 
 
 def written_json(
-    command: str, workspace: Workspace, version: VersionInfo, name: str, path: Path, word: str
+    command: str,
+    workspace: Workspace,
+    version: VersionInfo,
+    name: str,
+    path: Path,
+    word: str,
+    notes: list[str] | None = None,
 ) -> None:
     """The document of `record` and `refresh`: the patch file written, as a one-patch report
     with the keys of `status` (outcome RECORDED or REFRESHED: it is in place, recorded)."""
@@ -35,13 +41,15 @@ def written_json(
         install=install_json(install, version, install.head()),
         patch_set=workspace.patch_set_label,
         patches=[{"name": name, "outcome": word, "variant": variant, "file": str(path)}],
-        notes=[],
+        notes=notes or [],
     )
 
 
 @click.command("record")
 @click.argument("name")
-@click.option("--path", "paths", multiple=True, required=True, help="A path to capture.")
+@click.option(
+    "--path", "paths", multiple=True, required=True, help="A path to capture (repeatable)."
+)
 @click.option("-m", "--message", required=True, help="The Description header.")
 @install_option
 @patches_option
@@ -59,8 +67,9 @@ def command(
     """Capture the current changes to PATHs as patch NAME and add it to series.
 
     The header is filled in: Description from -m, Base = HEAD, Last-Update = today, and
-    Applies-To = the current version's minor series. Changes of other patches in the same
-    files stay out of it. It runs [install] version_command (when set) for that version.
+    Applies-To = open-ended from the current minor release (>=0.21 for 0.21.5). Changes of
+    other patches in the same files stay out of it. It runs [install] version_command (when
+    set) for that version.
 
     \b
     Example:

@@ -32,6 +32,8 @@ def command(
 
     Typical use: `apply` reported a conflict; edit the files by hand until the fix is right
     on the new upstream, then refresh. The header is kept; Base and Last-Update are renewed.
+    Of a patch that is not in place, the files your fix leaves as upstream has them (a module
+    the patch creates) are kept as the patch has them, and written to the work tree.
     It runs [install] version_command (when set) to pick the variant.
 
     \b
@@ -41,9 +43,16 @@ def command(
     workspace = open_workspace(install_path, patches_dir)
     with locked_for_writing(workspace, "refresh", wait):
         version = install_version(workspace.install, workspace.settings)
-        written = refresh_patch(workspace.install, workspace.patch_set, version, name)
+        refreshed = refresh_patch(workspace.install, workspace.patch_set, version, name)
+    notes = [
+        f"kept {path} as the patch has it (your fix does not touch it), and wrote "
+        "it to the work tree"
+        for path in refreshed.kept
+    ]
     if as_json:
-        written_json("refresh", workspace, version, name, written, "refreshed")
+        written_json("refresh", workspace, version, name, refreshed.path, "refreshed", notes)
     else:
-        click.echo(f"refreshed {written}")
+        click.echo(f"refreshed {refreshed.path}")
+        for note in notes:
+            click.echo(f"note: {note}")
     return 0
