@@ -11,10 +11,15 @@ from patchkeeper.bundled import bundled_patches
 from patchkeeper.commands.common import bundled_patches_option, json_option
 from patchkeeper.config import load_settings
 from patchkeeper.errors import UserError
-from patchkeeper.patchset import PatchSet, inspect_patch_set
+from patchkeeper.patchset import Patch, PatchSet, inspect_patch_set
 from patchkeeper.problems import Problem
 from patchkeeper.readable import unreadable_by_git
 from patchkeeper.report import emit_json
+
+
+def unread(patch: Patch) -> bool:
+    """Whether a variant of PATCH cannot be read or is unsafe (its problem is listed)."""
+    return any(variant.invalid is not None for variant in patch.variants)
 
 
 def header_fields(patch_set: PatchSet) -> dict[str, dict[str, object]]:
@@ -67,7 +72,10 @@ def command(patches_dir: Path | None, as_json: bool) -> int:
             problems=[
                 {"file": str(p.path), "line": p.line, "message": p.message} for p in problems
             ],
-            patches=[{"name": p.name, "outcome": "ok"} for p in patch_set.patches],
+            patches=[
+                {"name": p.name, "outcome": "invalid" if unread(p) else "ok"}
+                for p in patch_set.patches
+            ],
             warnings=[
                 {"file": str(w.path), "line": w.line, "message": w.message} for w in warnings
             ],
