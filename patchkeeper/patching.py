@@ -160,6 +160,8 @@ def apply_patches(
         if result.outcome in oc.WRITES and selected and written is not None:
             new_diffs[result.name] = written
         elif result.outcome == oc.ALREADY_APPLIED and not result.recorded and selected:
+            if not selected.diff:
+                continue  # an empty patch: nothing to record or to take out later
             new_diffs[result.name] = selected.diff  # adopt: present but never recorded
         else:
             continue

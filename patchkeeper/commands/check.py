@@ -138,7 +138,8 @@ def command(
         checking.fetch(repo, fetch_remote)
     chosen = list(dict.fromkeys(refs))
     if tag_globs or since is not None:
-        tags = checking.select_tags(repo, tag_globs, since)
+        scheme = workspace.settings.version_scheme
+        tags = checking.select_tags(repo, tag_globs, since, scheme)
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
             floor = f", version >= {since}" if since is not None else ""
