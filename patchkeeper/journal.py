@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkeeper.errors import PatchkeeperError
+from patchkeeper.files import atomic_write
 
 JOURNAL_FILE = "journal.json"
 RUNS_DIR = "updates"
@@ -84,18 +85,9 @@ def new_run_id() -> str:
     return f"{stamp}-{os.getpid()}"
 
 
-def _write_atomic(path: Path, data: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def save(state_dir: Path, journal: Journal) -> None:
-    _write_atomic(state_dir / JOURNAL_FILE, json.dumps(asdict(journal), indent=2) + "\n")
+    data = json.dumps(asdict(journal), indent=2) + "\n"
+    atomic_write(state_dir / JOURNAL_FILE, data.encode())
 
 
 def load(state_dir: Path) -> Journal | None:

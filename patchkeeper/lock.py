@@ -47,8 +47,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchkeeper.errors import BusyError
+
+if TYPE_CHECKING:
+    from patchkeeper.worktree_writer import Settled
 
 LOCK_NAME = "lock"
 _POLL_SECONDS = 0.1
@@ -165,6 +169,7 @@ class InstallLock:
         self.path = state_dir / LOCK_NAME
         self.command = command
         self.taken_over: Owner | None = None
+        self.settled: Settled | None = None  # an interrupted tree write undone on taking it
         self._pid = os.getpid()
         self._start_time = process_start_time(self._pid) or ""
         self._since = time.time()

@@ -1,7 +1,8 @@
 """Apply and unapply the patch set on the install's work tree: classify, write once, record.
 
-The work tree is written with ONE `git apply` of the combined diff (scratch tree before ->
-scratch tree after), which is atomic over all files; the install's own index is never touched.
+The work tree is written once, from the scratch tree before to the scratch tree after, by
+the work tree writer (worktree_writer.py: each file old or new whatever kills us, journaled);
+the install's own index is never touched.
 What each patch changed is kept in the state so `unapply` reverses exactly that.
 """
 
@@ -21,9 +22,10 @@ from patchkeeper.install import Install, install_version
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchFile, PatchSet
 from patchkeeper.remembered import foreign_problem, remember
-from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
+from patchkeeper.scratch import ScratchIndex, scratch_index
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
+from patchkeeper.worktree_writer import write_trees
 
 
 @dataclass
@@ -122,11 +124,9 @@ def head_is_upstream(repo: Path) -> bool:
     return bool(containing)
 
 
-def _write(install: Install, diff: bytes) -> None:
-    """Put DIFF into the work tree in one step (no index), or fail having written nothing."""
-    if not diff:
-        return
-    git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
+def _write(install: Install, command: str, index: ScratchIndex, old: str, new: str) -> None:
+    """Turn the work tree from scratch tree OLD into NEW, each file old or new (no index)."""
+    write_trees(install.path, install.state_dir, command, old, new, env=index.env)
 
 
 def _now() -> str:
@@ -146,7 +146,9 @@ def apply_patches(
         install, settings, patch_set, was_in_place=was_in_place
     )
     head = install.head() or ""
-    _write(install, classification.combined_diff())
+    start, final, index = classification.start_tree, classification.final_tree, classification.index
+    if start and final and index is not None and start != final:
+        _write(install, "apply", index, start, final)
     new_diffs: dict[str, bytes] = {}
     recorded_before = dict(records)
     for result in classification.results:
@@ -229,7 +231,7 @@ def unapply_patches(
                         recorded=True,
                     )
                 )
-        _write(install, tree_diff(install.path, start, index.write_tree()))
+        _write(install, "unapply", index, start, index.write_tree())
     save_applied(install.state_dir, records, {})
     version = install_version(install, settings)
     return TreeReport(install, install.head(), version, list(reversed(results)), written=True)

@@ -53,6 +53,7 @@ from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, w
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
 from patchkeeper.workspace import Workspace
+from patchkeeper.worktree_writer import write_trees
 
 DEFAULT_TIMEOUT = 3600.0
 TAIL_LINES = 20
@@ -423,12 +424,7 @@ class UpdateRun:
         jr.checkpoint("3.2")
         save_applied(self.state_dir, {}, {})
         jr.checkpoint("3.3")
-        diff = git.run(
-            ["diff", "--binary", "--full-index", "--no-renames", snapshot, head_tree],
-            self.install.path,
-        ).stdout
-        if diff:
-            git.run(["apply", "--whitespace=nowarn", "-"], self.install.path, stdin=diff)
+        write_trees(self.install.path, self.state_dir, "update (set-aside)", snapshot, head_tree)
         jr.checkpoint("3.4")
         if index_dirty.returncode != 0 or not plain_index(self.install.git_dir / "index"):
             git.run(["reset", "-q"], self.install.path)  # else the index is HEAD's already
@@ -681,7 +677,7 @@ class UpdateRun:
         preview = lo.merge_preview(
             repo, base_commit, worktree_paths_tree(repo, paths), ref_paths_tree(repo, ref, paths)
         )
-        result.restored = lo.write_merge(self.install, preview)
+        result.restored = lo.write_merge(self.install, preview, command="update (restore)")
         jr.checkpoint("7.1")
         for path in preview.conflicts:
             show = nextstep.shell(

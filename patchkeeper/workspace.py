@@ -16,6 +16,7 @@ from patchkeeper.errors import PatchkeeperError
 from patchkeeper.install import Install, open_install, refuse_if_busy_with_git
 from patchkeeper.lock import InstallLock, install_lock
 from patchkeeper.patchset import PatchSet, load_patch_set
+from patchkeeper.worktree_writer import settle
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ _WHOLE_SET_WRITERS = frozenset({"apply", "update"})
 def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
     """Every command that writes to the install starts here: the lock, then the refusals."""
     with install_lock(workspace.install.state_dir, command, wait) as lock:
+        lock.settled = settle(workspace.install.path, workspace.install.state_dir)
         refuse_if_unfinished(workspace.install)  # first: it may explain a git operation too
         refuse_if_busy_with_git(workspace.install)
         if command in _WHOLE_SET_WRITERS:

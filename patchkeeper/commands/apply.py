@@ -49,6 +49,8 @@ def command(install_path: Path | None, patches_dir: Path | None, wait: float, as
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
+    if lock.settled:
+        report.notes.append(lock.settled.describe())
     note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)  # a parked stash may hold the user's content
     code = tree_exit_code(report.results, pending_needs_attention=False)
