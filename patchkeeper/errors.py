@@ -83,7 +83,7 @@ def environment_problem(
     before it was put back (else `patchkeeper recover` finishes the job)."""
     cause = exc.strerror or str(exc)
     after = (
-        "the files being written were left as they were"
+        "what was being written was left as it was"
         if undone
         else "run `patchkeeper recover` once that is fixed"
     )

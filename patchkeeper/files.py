@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from patchkeeper.errors import environment_problem, is_environment_error
+
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write DATA to PATH via a synced temp file and a rename, then sync the folder."""
@@ -16,8 +18,10 @@ def atomic_write(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)  # a disk-full write leaves no half file behind
+        if isinstance(exc, OSError) and is_environment_error(exc):
+            raise environment_problem(exc, path, undone=True) from None
         raise
     sync_folder(path.parent)  # the rename itself must survive a power cut too
 

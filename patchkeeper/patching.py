@@ -9,7 +9,8 @@ What each patch changed is kept in the state so `unapply` reverses exactly that.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from patchkeeper import git
 from patchkeeper import outcomes as oc
 from patchkeeper.config import Settings
 from patchkeeper.engine import Classification, Recorded, classify, present_in_ref, split_hunks
-from patchkeeper.errors import UserError
+from patchkeeper.errors import EnvironmentProblem, UserError
 from patchkeeper.install import Install, install_version
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchFile, PatchSet
@@ -129,6 +130,20 @@ def _write(install: Install, command: str, index: ScratchIndex, old: str, new: s
     write_trees(install.path, install.state_dir, command, old, new, env=index.env)
 
 
+@contextmanager
+def _undone_on_failure(
+    install: Install, command: str, index: ScratchIndex | None, old: str | None, new: str | None
+) -> Iterator[None]:
+    """The record of a write that cannot be saved (disk full): the tree goes back to OLD, so
+    the tree and the record never disagree."""
+    try:
+        yield
+    except EnvironmentProblem:
+        if index is not None and old and new and old != new:
+            _write(install, f"{command} (undo)", index, new, old)
+        raise
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -174,7 +189,8 @@ def apply_patches(
             applied_at=_now(),
         )
     if new_diffs or records.keys() != recorded_before.keys():
-        save_applied(install.state_dir, records, new_diffs)
+        with _undone_on_failure(install, "apply", index, start, final):
+            save_applied(install.state_dir, records, new_diffs)
         remember(install.state_dir, patch_set)  # the set these fixes come from (remembered.py)
     return TreeReport(install, head, version, classification.results, written=True)
 
@@ -231,7 +247,9 @@ def unapply_patches(
                         recorded=True,
                     )
                 )
-        _write(install, "unapply", index, start, index.write_tree())
-    save_applied(install.state_dir, records, {})
+        final = index.write_tree()
+        _write(install, "unapply", index, start, final)
+        with _undone_on_failure(install, "unapply", index, start, final):
+            save_applied(install.state_dir, records, {})
     version = install_version(install, settings)
     return TreeReport(install, install.head(), version, list(reversed(results)), written=True)

@@ -43,6 +43,7 @@ from pathlib import Path
 from patchkeeper import git
 from patchkeeper.errors import EnvironmentProblem, environment_problem
 from patchkeeper.files import atomic_write, sync_folder
+from patchkeeper.journal import checkpoint
 
 JOURNAL_FILE = "tree-write.json"
 INTERRUPTED_PREFIX = "refs/patchkeeper/interrupted"
@@ -315,6 +316,7 @@ def _put_all(root: Path, changes: list[Change], write_id: str) -> None:
         for number in order:
             _put(root, changes[number], _temp_name(write_id, number), touched)
             done.append(number)
+            checkpoint(f"write.{len(done)}")  # tests: die like a power cut after K paths
     except OSError as exc:
         path = changes[number].path
         try:

@@ -1,0 +1,134 @@
+"""The work tree writer (worktree_writer.py): an interrupted write is told from an edit, undone
+by the next command, never reported green; the machine's refusals (disk full) are one line,
+exit 7, with nothing half-written.
+
+The fixture is kill_sweep's from-scratch upstream, install and two patches, with a tracked
+edit, an untracked file and an edit to a patched file in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.kill_sweep import (
+    GIT_ID,
+    PATCHES,
+    Fixture,
+    build,
+    check,
+    copy,
+    disk_full_point,
+    git,
+)
+
+APPLY_STATE = ".git/patchkeeper/applied.json"
+
+
+def pk(fixture: Fixture, *args: str, stop: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **GIT_ID, "NO_COLOR": "1"}
+    if stop:
+        env["PATCHKEEPER_STOP_AT_PHASE"] = stop
+    command = [sys.executable, "-m", "patchkeeper", *args]
+    command += ["--install", str(fixture.install), "--patches", str(fixture.patches)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+
+
+def pk_json(fixture: Fixture, *args: str) -> tuple[int, dict]:
+    proc = pk(fixture, *args, "--json")
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Fixture]:
+    root = tmp_path_factory.mktemp("writer")
+    return {command: build(root / command, command) for command in ("apply", "update")}
+
+
+def test_apply_killed_between_two_files_is_never_green_and_the_next_apply_undoes_it(
+    templates: dict[str, Fixture], tmp_path: Path
+) -> None:
+    fixture = copy(templates["apply"], tmp_path / "box")
+    killed = pk(fixture, "apply", stop="write.1")
+    assert killed.returncode == -signal.SIGKILL
+    assert (fixture.install / ".git/patchkeeper/tree-write.json").is_file()
+    status = pk(fixture, "status")
+    assert status.returncode == 5 and "was interrupted" in status.stdout
+    leftovers = pk(fixture, "leftovers")
+    assert leftovers.returncode == 5 and "was interrupted" in leftovers.stdout
+
+    again = pk(fixture, "apply")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "an interrupted write of `apply` was undone: 1 file(s)" in again.stdout
+    verdict = check(fixture, recover=False)
+    assert verdict.recovered, verdict
+    assert not list(fixture.install.rglob(".patchkeeper-*"))
+
+
+def test_a_file_edited_after_the_crash_is_kept_and_its_old_content_listed(
+    templates: dict[str, Fixture], tmp_path: Path
+) -> None:
+    fixture = copy(templates["apply"], tmp_path / "box")
+    assert pk(fixture, "apply", stop="write.1").returncode == -signal.SIGKILL
+    written = next(  # the one path the killed write had put in place
+        path
+        for name in PATCHES
+        for path in PATCHES[name]
+        if (fixture.install / path).is_file() and "fixed" in (fixture.install / path).read_text()
+    )
+    target = fixture.install / written
+    target.write_text(target.read_text() + "# written by hand after the crash\n")
+
+    code, doc = pk_json(fixture, "recover")
+    assert code == 5, doc
+    assert any(written in action and "left as they are" in action for action in doc["actions"])
+    assert target.read_text().endswith("after the crash\n")  # never taken for ours
+    code, listed = pk_json(fixture, "leftovers")
+    (item,) = [i for i in listed["leftovers"] if "interrupted" in i["label"]]
+    assert code == 5 and written in item["files"]
+
+
+def test_leftovers_is_never_0_while_an_update_is_unfinished(
+    templates: dict[str, Fixture], tmp_path: Path
+) -> None:
+    fixture = copy(templates["update"], tmp_path / "box")
+    assert pk(fixture, "update", stop="6").returncode == -signal.SIGKILL
+    assert git(fixture.install, "for-each-ref", "refs/patchkeeper/")  # the edits are in refs
+    proc = pk(fixture, "leftovers")
+    assert proc.returncode == 5 and "unfinished" in proc.stdout, proc.stdout
+    code, _ = pk_json(fixture, "leftovers")
+    assert code == 5
+
+
+def test_a_kept_snapshot_of_an_update_is_a_leftover_until_settled(
+    templates: dict[str, Fixture], tmp_path: Path
+) -> None:
+    fixture = copy(templates["update"], tmp_path / "box")
+    assert pk(fixture, "update", stop="4").returncode == -signal.SIGKILL
+    readme = fixture.install / "README.md"
+    readme.write_text(readme.read_text() + "Another line, written after the crash.\n")
+    code, doc = pk_json(fixture, "recover")
+    assert code == 5 and doc["direction"] == "old", doc
+    code, listed = pk_json(fixture, "leftovers")
+    assert code == 5 and any(i["label"].endswith("/before") for i in listed["leftovers"])
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.parametrize("command", ["apply", "update"])
+def test_disk_full_at_any_write_is_one_line_exit_7_and_nothing_half_written(
+    templates: dict[str, Fixture], command: str, tmp_path: Path
+) -> None:
+    """ENOSPC injected (strace) into patchkeeper's own Nth write(), N sampled every 5th."""
+    failed = {}
+    for n in range(2, 40, 5):
+        verdict = disk_full_point(templates[command], command, n, tmp_path)
+        if not verdict.recovered:
+            failed[n] = [*verdict.lost, *verdict.torn, *verdict.wrong_exit]
+    assert not failed
