@@ -132,3 +132,21 @@ def test_disk_full_at_any_write_is_one_line_exit_7_and_nothing_half_written(
         if not verdict.recovered:
             failed[n] = [*verdict.lost, *verdict.torn, *verdict.wrong_exit]
     assert not failed
+
+
+def test_a_chatty_updater_leaves_a_capped_log(
+    templates: dict[str, Fixture], tmp_path: Path
+) -> None:
+    fixture = copy(templates["update"], tmp_path / "box")
+    chatty = "import sys\nfor n in range(40000): print(f'line {n} ' + 'x' * 60)\n"
+    (fixture.root / "chatty.py").write_text(chatty)
+    config = fixture.patches / "patchkeeper.toml"
+    config.write_text(f'[update]\ncommand = ["{sys.executable}", "{fixture.root / "chatty.py"}"]\n')
+    proc = pk(fixture, "update")
+    assert proc.returncode == 0, proc.stdout
+    (log,) = (fixture.install / ".git/patchkeeper/updates").glob("*/upstream.log")
+    text = log.read_bytes()
+    assert len(text) <= (1 << 20) + 100  # 2.7 MB printed
+    assert text.startswith(b"[patchkeeper: the first ") and text.endswith(
+        b"line 39999 " + b"x" * 60 + b"\n"
+    )
