@@ -20,6 +20,7 @@ content was made on, so one classifier and one restorer serve them all:
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -76,8 +77,9 @@ def commit_tree(repo: Path, tree: str, parent: str | None, message: str) -> str:
     return git.out(args, repo, env=_TOOL_ID)
 
 
-def worktree_tree(install: Install) -> str:
-    """The work tree as a tree object: tracked and untracked files, never ignored ones.
+def worktree_tree(install: Install, also: Iterable[str] = ()) -> str:
+    """The work tree as a tree object: tracked and untracked files, never ignored ones, except
+    the paths in ALSO (what patchkeeper wrote: a patch may create a file the install ignores).
 
     A copy of the install's own index gives `git add -A` valid stat data, so only changed
     files are hashed; the install's index itself is never written.
@@ -97,6 +99,13 @@ def worktree_tree(install: Install) -> str:
         elif git.rev_parse(install.path, "HEAD"):
             git.run(["read-tree", "HEAD"], install.path, env=env)
         git.run(["add", "-A", "--", "."], install.path, env=env)
+        if present := sorted({path for path in also if os.path.lexists(install.path / path)}):
+            git.run(
+                ["add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                install.path,
+                env={**env, "GIT_LITERAL_PATHSPECS": "1"},
+                stdin="\0".join(present).encode(errors="surrogateescape"),
+            )
         return git.out(["write-tree"], install.path, env=env)
 
 

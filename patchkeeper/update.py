@@ -398,8 +398,8 @@ class UpdateRun:
         """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
         head = self.journal.old_head
         head_tree = lo.tree_of(self.install.path, head)
-        snapshot = lo.worktree_tree(self.install)
         records = load_applied(self.state_dir)
+        snapshot = lo.worktree_tree(self.install, self._recorded_paths(records))
         index_dirty = git.run(["diff", "--cached", "--quiet"], self.install.path, check=False)
         if snapshot == head_tree and not records and index_dirty.returncode == 0:
             return "the tree is clean: nothing to set aside"
@@ -431,6 +431,14 @@ class UpdateRun:
         changed = lo.changed_paths(self.install.path, head_tree, edits_tree)
         kept = f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
         return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
+
+    def _recorded_paths(self, records: dict) -> set[str]:
+        """The paths patchkeeper's records wrote: in the snapshot even when ignored."""
+        return {
+            path
+            for record in records.values()
+            for path, _, _ in split_hunks(written_diff(self.state_dir, record))
+        }
 
     def _set_ref(self, what: str, commit: str) -> None:
         ref = self.journal.ref(what)

@@ -165,6 +165,9 @@ def changes_between(
     changes, mismatched = [], []
     for path, old_mode, new_mode, old_sha, new_sha in listed:
         now = _on_disk(repo, path)
+        gone = set(new_sha) == {"0"}
+        if now == (None if gone else (new_mode, news[new_sha])):
+            continue  # it holds the new state already (an ignored file the tree did not see)
         absent = set(old_sha) == {"0"}
         if absent and now is not None:
             raise git.GitError(f"{repo / path}: already exists in the work tree; nothing written")
@@ -177,7 +180,7 @@ def changes_between(
                 path,
                 None if absent else old_mode,
                 None if now is None else now[1],
-                None if set(new_sha) == {"0"} else new_mode,
+                None if gone else new_mode,
                 news.get(new_sha),
             )
         )

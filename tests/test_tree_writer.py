@@ -150,3 +150,39 @@ def test_a_chatty_updater_leaves_a_capped_log(
     assert text.startswith(b"[patchkeeper: the first ") and text.endswith(
         b"line 39999 " + b"x" * 60 + b"\n"
     )
+
+
+IGNORED_PATCH = """Description: a generated module the install ignores, and its user
+---
+diff --git a/app/b.py b/app/b.py
+--- a/app/b.py
++++ b/app/b.py
+@@ -19,3 +19,3 @@ line 18
+ line 19
+-line 20
++line 20 uses cache.gen
+ line 21
+diff --git a/app/cache.gen b/app/cache.gen
+new file mode 100644
+--- /dev/null
++++ b/app/cache.gen
+@@ -0,0 +1 @@
++GENERATED = 1
+"""
+
+
+def test_a_patch_that_creates_an_ignored_file_is_carried_across_an_update(
+    templates: dict[str, Fixture], tmp_path: Path
+) -> None:
+    fixture = copy(templates["update"], tmp_path / "box")
+    (fixture.install / ".git/info/exclude").write_text("*.gen\n")
+    (fixture.patches / "ignored.patch").write_text(IGNORED_PATCH)
+    with (fixture.patches / "series").open("a") as series:
+        series.write("ignored.patch\n")
+    assert pk(fixture, "apply").returncode == 0
+    assert (fixture.install / "app/cache.gen").read_text() == "GENERATED = 1\n"
+    code, doc = pk_json(fixture, "update")
+    assert code == 0, doc["attention"]
+    assert {p["name"]: p["outcome"] for p in doc["patches"]}["ignored"] == "applied"
+    assert (fixture.install / "app/cache.gen").read_text() == "GENERATED = 1\n"
+    assert check(fixture, recover=False).recovered
