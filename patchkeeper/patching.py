@@ -26,7 +26,7 @@ from patchkeeper.remembered import foreign_problem, remember
 from patchkeeper.scratch import ScratchIndex, scratch_index
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
-from patchkeeper.worktree_writer import write_trees
+from patchkeeper.worktree_writer import symlinked_folder, write_trees
 
 
 @dataclass
@@ -43,7 +43,9 @@ class TreeReport:
 
 
 def check_symlinks(install: Install, patch_set: PatchSet) -> None:
-    """Refuse a patch whose target path goes through a symlink that leaves the install."""
+    """Refuse a patch whose target path goes through a symlink: one that leaves the install,
+    or a symlinked folder inside it (git writes nothing beyond a symbolic link, and a write
+    through it would change another path of the tree)."""
     root = install.path.resolve()
     for patch in patch_set.patches:
         for variant in patch.variants:
@@ -54,6 +56,13 @@ def check_symlinks(install: Install, patch_set: PatchSet) -> None:
                         f"{variant.path}: {path!r} reaches outside the install through a "
                         f"symlink (to {resolved})"
                     )
+                if (link := symlinked_folder(install.path, path)) is not None:
+                    target = resolved.relative_to(root)
+                    raise UserError(
+                        f"{variant.path}: {path!r} goes through the symbolic link {link!r} "
+                        f"in the install; name the file where it is: {str(target)!r}"
+                    )
+
 
 
 def _recorded(install: Install) -> tuple[dict[str, AppliedRecord], dict[str, Recorded]]:

@@ -32,7 +32,7 @@ from patchkeeper import outcomes as oc
 from patchkeeper.checking import RefReport, check_ref
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.engine import split_hunks
-from patchkeeper.errors import PatchkeeperError
+from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.freshness import FETCH_TIMEOUT, Freshness, freshen
 from patchkeeper.install import (
     Install,
@@ -40,7 +40,7 @@ from patchkeeper.install import (
     operation_in_progress,
 )
 from patchkeeper.lock import InstallLock
-from patchkeeper.patching import TreeReport, apply_patches, worktree_status
+from patchkeeper.patching import TreeReport, apply_patches, check_symlinks, worktree_status
 from patchkeeper.processes import run_in_group
 from patchkeeper.rollback import STATE_BACKUP, roll_back_tree
 from patchkeeper.scratch import (
@@ -318,6 +318,7 @@ class UpdateRun:
     # -- phases 1-4
 
     def preflight(self) -> str:
+        check_symlinks(self.install, self.ws.patch_set)  # refused before anything changes
         leftovers = lo.find_leftovers(self.install, self.ws.patch_set)
         for item in leftovers:
             self.report.leftovers.append(LeftoverAction(item, "found-before"))
@@ -600,6 +601,10 @@ class UpdateRun:
 
     def apply(self) -> str:
         self._learn_release_tags()
+        try:
+            check_symlinks(self.install, self.ws.patch_set)
+        except UserError as exc:  # the new release made a folder a symlink: never stuck
+            return self._not_applied(str(exc))
         # What was in place before set-aside took it out: a fix past its range is `expired`.
         backup = self.journal.run_dir(self.state_dir) / STATE_BACKUP
         self.report.tree = apply_patches(
@@ -621,6 +626,18 @@ class UpdateRun:
                 self.report.attention.append(step)
         self._settle_leftovers({r.name: r.outcome for r in results})
         return ", ".join(f"{r.name} {r.outcome}" for r in results) or "the patch set is empty"
+
+    def _not_applied(self, why: str) -> str:
+        """Phase 6 when no patch can be written: each is `invalid` (exit 3), and the run
+        goes on (your edits come back), so recover is never stuck on it."""
+        results = [
+            oc.PatchResult(patch.name, oc.INVALID, None, why) for patch in self.ws.patch_set.patches
+        ]
+        version = install_version(self.install, self.ws.settings)
+        self.report.tree = TreeReport(self.install, self.install.head(), version, results)
+        again = nextstep.command("apply", install=self.install.path, patches=self.ws.patch_set.root)
+        self.report.attention.append(f"{why}; no patch was applied: fix it, then run: {again}")
+        return "no patch applied: " + why
 
     def _keep_records_of_undecided(self, backup: Path) -> None:
         """An expired or undecided fix stays recorded (its content is out of the tree), so

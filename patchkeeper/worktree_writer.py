@@ -90,6 +90,15 @@ class Settled:
 # ---------------------------------------------------------------- reading both sides
 
 
+def symlinked_folder(root: Path, path: str) -> str | None:
+    """The first folder of PATH (under ROOT) that is a symbolic link, or None."""
+    parts = Path(path).parts[:-1]
+    for depth in range(1, len(parts) + 1):
+        if root.joinpath(*parts[:depth]).is_symlink():
+            return "/".join(parts[:depth])
+    return None
+
+
 def _blob_id(data: bytes, width: int) -> str:
     digest = hashlib.sha1 if width == 40 else hashlib.sha256
     return digest(b"blob %d\0" % len(data) + data).hexdigest()
@@ -164,6 +173,8 @@ def changes_between(
     news = _blobs(repo, [new for *_, new in listed if set(new) != {"0"}], env)
     changes, mismatched = [], []
     for path, old_mode, new_mode, old_sha, new_sha in listed:
+        if (link := symlinked_folder(repo, path)) is not None:  # a write would land elsewhere
+            raise git.GitError(f"{repo / path}: beyond the symbolic link {link}; nothing written")
         now = _on_disk(repo, path)
         gone = set(new_sha) == {"0"}
         if now == (None if gone else (new_mode, news[new_sha])):

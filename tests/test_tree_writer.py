@@ -186,3 +186,67 @@ def test_a_patch_that_creates_an_ignored_file_is_carried_across_an_update(
     assert {p["name"]: p["outcome"] for p in doc["patches"]}["ignored"] == "applied"
     assert (fixture.install / "app/cache.gen").read_text() == "GENERATED = 1\n"
     assert check(fixture, recover=False).recovered
+
+
+LINKED_PATCH = """Description: a fix named through a symlinked folder
+---
+diff --git a/alias/b.py b/alias/b.py
+--- a/alias/b.py
++++ b/alias/b.py
+@@ -11,3 +11,3 @@ line 10
+ line 11
+-line 12
++line 12 fixed through the alias
+ line 13
+"""
+
+
+@pytest.mark.parametrize("command", ["status", "apply", "update"])
+def test_a_patch_path_through_a_symlinked_folder_is_one_line_exit_2_and_changes_nothing(
+    templates: dict[str, Fixture], command: str, tmp_path: Path
+) -> None:
+    fixture = copy(templates["update"], tmp_path / "box")
+    (fixture.install / "alias").symlink_to("app")
+    git(fixture.install, "add", "alias")
+    git(fixture.install, "commit", "-q", "-m", "an alias the operator keeps")
+    (fixture.patches / "linked.patch").write_text(LINKED_PATCH)
+    with (fixture.patches / "series").open("a") as series:
+        series.write("linked.patch\n")
+    before = {p: p.read_bytes() for p in fixture.install.rglob("*") if p.is_file()}
+    proc = pk(fixture, command)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert "'alias/b.py' goes through the symbolic link 'alias'" in line and "app/b.py" in line
+    after = {p: p.read_bytes() for p in fixture.install.rglob("*") if p.is_file()}
+    changed = [p for p in set(before) | set(after) if before.get(p) != after.get(p)]
+    assert [p for p in changed if "/.git/" not in str(p)] == []
+    assert not (fixture.install / ".git/patchkeeper/journal.json").exists()
+
+
+def test_a_release_that_makes_a_patched_folder_a_symlink_ends_the_update_3_not_stuck(
+    templates: dict[str, Fixture], tmp_path: Path
+) -> None:
+    fixture = copy(templates["apply"], tmp_path / "box")
+    upstream = fixture.root / "upstream"
+    git(fixture.install, "remote", "set-url", "origin", str(upstream))  # the copy's own
+    (upstream / "alias").mkdir()
+    (upstream / "alias/b.py").write_text((upstream / "app/b.py").read_text())
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "alias as a folder")
+    git(fixture.install, "pull", "-q", "--ff-only")
+    (fixture.patches / "linked.patch").write_text(LINKED_PATCH)
+    with (fixture.patches / "series").open("a") as series:
+        series.write("linked.patch\n")
+    applied = pk(fixture, "apply")
+    assert applied.returncode == 0, applied.stdout
+    git(upstream, "rm", "-q", "-r", "alias")
+    (upstream / "alias").symlink_to("app")
+    git(upstream, "add", "-A")
+    git(upstream, "commit", "-q", "-m", "alias as a symlink")
+
+    code, doc = pk_json(fixture, "update")
+    assert code == 3, doc
+    assert any("goes through the symbolic link 'alias'" in line for line in doc["attention"])
+    assert not (fixture.install / ".git/patchkeeper/journal.json").exists()  # finished
+    assert git(fixture.install, "rev-parse", "HEAD") == git(upstream, "rev-parse", "HEAD")
+    assert pk_json(fixture, "recover")[0] == 0  # nothing left to recover
