@@ -46,6 +46,12 @@ def pk_json(fixture: Fixture, *args: str) -> tuple[int, dict]:
     return proc.returncode, json.loads(proc.stdout)
 
 
+def add_patch(fixture: Fixture, name: str, text: str) -> None:
+    (fixture.patches / f"{name}.patch").write_text(text)
+    with (fixture.patches / "series").open("a") as series:
+        series.write(f"{name}.patch\n")
+
+
 @pytest.fixture(scope="module")
 def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Fixture]:
     root = tmp_path_factory.mktemp("writer")
@@ -176,9 +182,7 @@ def test_a_patch_that_creates_an_ignored_file_is_carried_across_an_update(
 ) -> None:
     fixture = copy(templates["update"], tmp_path / "box")
     (fixture.install / ".git/info/exclude").write_text("*.gen\n")
-    (fixture.patches / "ignored.patch").write_text(IGNORED_PATCH)
-    with (fixture.patches / "series").open("a") as series:
-        series.write("ignored.patch\n")
+    add_patch(fixture, "ignored", IGNORED_PATCH)
     assert pk(fixture, "apply").returncode == 0
     assert (fixture.install / "app/cache.gen").read_text() == "GENERATED = 1\n"
     code, doc = pk_json(fixture, "update")
@@ -209,9 +213,7 @@ def test_a_patch_path_through_a_symlinked_folder_is_one_line_exit_2_and_changes_
     (fixture.install / "alias").symlink_to("app")
     git(fixture.install, "add", "alias")
     git(fixture.install, "commit", "-q", "-m", "an alias the operator keeps")
-    (fixture.patches / "linked.patch").write_text(LINKED_PATCH)
-    with (fixture.patches / "series").open("a") as series:
-        series.write("linked.patch\n")
+    add_patch(fixture, "linked", LINKED_PATCH)
     before = {p: p.read_bytes() for p in fixture.install.rglob("*") if p.is_file()}
     proc = pk(fixture, command)
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -234,9 +236,7 @@ def test_a_release_that_makes_a_patched_folder_a_symlink_ends_the_update_3_not_s
     git(upstream, "add", "-A")
     git(upstream, "commit", "-q", "-m", "alias as a folder")
     git(fixture.install, "pull", "-q", "--ff-only")
-    (fixture.patches / "linked.patch").write_text(LINKED_PATCH)
-    with (fixture.patches / "series").open("a") as series:
-        series.write("linked.patch\n")
+    add_patch(fixture, "linked", LINKED_PATCH)
     applied = pk(fixture, "apply")
     assert applied.returncode == 0, applied.stdout
     git(upstream, "rm", "-q", "-r", "alias")

@@ -32,6 +32,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # run as a script too
+from tests.helpers import diff_of
+
 SYSCALLS = "unlink,unlinkat,rename,renameat,renameat2,truncate,ftruncate"
 # strace counts each syscall apart, in each process: with all of them injected, the Nth call
 # of whichever comes first kills; each group alone reaches the Nth call of that group too.
@@ -84,23 +87,13 @@ def _commit(repo: Path, files: dict[str, str], message: str, tag: str) -> None:
 
 
 def _patch_diff(install: Path, name: str) -> str:
-    originals: dict[str, str | None] = {}
-    for path, edits in PATCHES[name].items():
-        target = install / path
-        originals[path] = target.read_text() if target.exists() else None
-        text = originals[path] or ""
-        for old, new in edits:
+    edits = {}
+    for path, changes in PATCHES[name].items():
+        text = (install / path).read_text() if (install / path).exists() else ""
+        for old, new in changes:
             text = text.replace(old, new, 1) if old else new
-        target.write_text(text)
-    git(install, "add", "-N", *PATCHES[name])
-    diff = git(install, "diff", "--", *PATCHES[name]) + "\n"
-    git(install, "reset", "-q")
-    for path, text in originals.items():
-        if text is None:
-            (install / path).unlink()
-        else:
-            (install / path).write_text(text)
-    return diff
+        edits[path] = text
+    return diff_of(install, edits)
 
 
 def pk(install: Path, patches: Path, *args: str, prefix: tuple[str, ...] = ()):
