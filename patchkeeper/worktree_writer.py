@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper import git
+from patchkeeper import git, nextstep
 from patchkeeper.errors import EnvironmentProblem, environment_problem
 from patchkeeper.files import atomic_write, sync_folder
 from patchkeeper.journal import checkpoint
@@ -73,6 +73,7 @@ class Settled:
     undone: list[str] = field(default_factory=list)  # put back as they were before it
     kept: list[str] = field(default_factory=list)  # changed by someone since: left alone
     kept_ref: str | None = None  # holds KEPT's content from before the write
+    restore: str = ""  # the command that merges that content back
 
     def describe(self) -> str:
         said = (
@@ -82,7 +83,8 @@ class Settled:
         if self.kept:
             said += (
                 f"; changed since, so left as they are: {', '.join(self.kept)} (their content "
-                f"before it is in {self.kept_ref}, listed by `patchkeeper leftovers`)"
+                f"before it is in {self.kept_ref}, listed by `patchkeeper leftovers`; merge it "
+                f"back with: {self.restore})"
             )
         return said
 
@@ -374,11 +376,12 @@ def write_trees(
 # ---------------------------------------------------------------- after a kill
 
 
-def _kept_ref(root: Path, write_id: str, changes: list[Change]) -> str | None:
-    """A commit on HEAD holding CHANGES' old content, under a ref `leftovers` lists."""
+def _kept_ref(root: Path, write_id: str, changes: list[Change]) -> tuple[str | None, str]:
+    """A commit on HEAD holding CHANGES' old content, under a ref `leftovers` lists, and the
+    command that restores it."""
     head = git.rev_parse(root, "HEAD")
     if head is None:
-        return None
+        return None, ""
     from patchkeeper.leftovers import commit_tree  # leftovers writes through this module
     from patchkeeper.scratch import scratch_index
 
@@ -395,8 +398,9 @@ def _kept_ref(root: Path, write_id: str, changes: list[Change]) -> str | None:
         tree = index.write_tree()
     ref = f"{INTERRUPTED_PREFIX}/{write_id}"
     message = "patchkeeper: content from before an interrupted write, changed since"
-    git.run(["update-ref", ref, commit_tree(root, tree, head, message)], root)
-    return ref
+    commit = commit_tree(root, tree, head, message)
+    git.run(["update-ref", ref, commit], root)
+    return ref, nextstep.command("leftovers", "restore", commit[:10], install=root)
 
 
 def settle(root: Path, state_dir: Path) -> Settled | None:
@@ -440,7 +444,7 @@ def settle(root: Path, state_dir: Path) -> Settled | None:
             kept.append(change)
     if kept:
         settled.kept = sorted(c.path for c in kept)
-        settled.kept_ref = _kept_ref(root, write_id, kept)
+        settled.kept_ref, settled.restore = _kept_ref(root, write_id, kept)
     for folder in touched:
         with contextlib.suppress(FileNotFoundError):
             sync_folder(folder)

@@ -94,11 +94,18 @@ def test_a_file_edited_after_the_crash_is_kept_and_its_old_content_listed(
 
     code, doc = pk_json(fixture, "recover")
     assert code == 5, doc
-    assert any(written in action and "left as they are" in action for action in doc["actions"])
+    (said,) = [action for action in doc["actions"] if "left as they are" in action]
+    assert written in said and "patchkeeper leftovers restore " in said
     assert target.read_text().endswith("after the crash\n")  # never taken for ours
     code, listed = pk_json(fixture, "leftovers")
     (item,) = [i for i in listed["leftovers"] if "interrupted" in i["label"]]
     assert code == 5 and written in item["files"]
+    # Its old content (HEAD's, with the operator's edit) is all in the file still: the merge
+    # has nothing to add, and the leftover is settled.
+    restored = pk(fixture, "leftovers", "restore", item["id"])
+    assert restored.returncode == 0, restored.stdout
+    assert target.read_text().endswith("after the crash\n")
+    assert pk_json(fixture, "leftovers")[1]["leftovers"] == []
 
 
 def test_leftovers_is_never_0_while_an_update_is_unfinished(
