@@ -64,7 +64,6 @@ def check_symlinks(install: Install, patch_set: PatchSet) -> None:
                     )
 
 
-
 def _recorded(install: Install) -> tuple[dict[str, AppliedRecord], dict[str, Recorded]]:
     records = load_applied(install.state_dir)
     return records, {
