@@ -434,11 +434,13 @@ class UpdateRun:
         return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
 
     def _recorded_paths(self, records: dict) -> set[str]:
-        """The paths patchkeeper's records wrote: in the snapshot even when ignored."""
+        """The files patchkeeper's records created: in the snapshot even when ignored (a file
+        that was there before is tracked, and `add -A` takes it anyway)."""
         return {
             path
             for record in records.values()
-            for path, _, _ in split_hunks(written_diff(self.state_dir, record))
+            for path, header, _ in split_hunks(written_diff(self.state_dir, record))
+            if b"\nnew file mode " in header
         }
 
     def _set_ref(self, what: str, commit: str) -> None:

@@ -35,7 +35,7 @@ import hashlib
 import json
 import os
 import stat
-import uuid
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,23 +270,22 @@ def _prune_empty(root: Path, folder: Path) -> None:
         folder = folder.parent
 
 
-def _put(root: Path, change: Change, temp: str, touched: set[Path]) -> None:
-    """Turn CHANGE.path from its old state into its new one by one rename (or unlink)."""
-    target = root / change.path
-    touched.add(target.parent)
-    if change.new_mode is None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(target)
-        _prune_empty(root, target.parent)
-        return
-    assert change.new is not None
-    if (
+def _only_mode(change: Change) -> bool:
+    """Same bytes, another executable bit: a chmod, which is atomic by itself."""
+    return (
         change.old == change.new
         and change.old_mode not in (None, SYMLINK)
-        and (change.new_mode != SYMLINK)
-    ):
-        os.chmod(target, (0o777 if change.new_mode == EXECUTABLE else 0o666) & ~_umask())
-        return
+        and change.new_mode not in (None, SYMLINK)
+    )
+
+
+def _stage(root: Path, change: Change, temp: str) -> Path | None:
+    """Write CHANGE's new content to the temporary file TEMP beside its path (not synced);
+    None when no content is written (a deletion, a mode change)."""
+    if change.new_mode is None or _only_mode(change):
+        return None
+    assert change.new is not None
+    target = root / change.path
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = target.parent / temp
     with contextlib.suppress(FileNotFoundError):
@@ -294,20 +293,75 @@ def _put(root: Path, change: Change, temp: str, touched: set[Path]) -> None:
     try:
         if change.new_mode == SYMLINK:
             os.symlink(os.fsdecode(change.new), scratch)
-        else:
-            mode = 0o777 if change.new_mode == EXECUTABLE else 0o666
-            fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-            try:
-                view = memoryview(change.new)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        os.replace(scratch, target)
+            return scratch
+        mode = 0o777 if change.new_mode == EXECUTABLE else 0o666
+        fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        try:
+            view = memoryview(change.new)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(scratch)
+        raise
+    return scratch
+
+
+def _commit(root: Path, change: Change, staged: Path | None, touched: set[Path]) -> None:
+    """Put CHANGE in place in one step: the rename of its staged file, an unlink, a chmod."""
+    target = root / change.path
+    touched.add(target.parent)
+    if change.new_mode is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(target)
+        _prune_empty(root, target.parent)
+    elif staged is None:
+        os.chmod(target, (0o777 if change.new_mode == EXECUTABLE else 0o666) & ~_umask())
+    else:
+        os.replace(staged, target)
+
+
+def _sync(paths: Iterable[Path]) -> None:
+    """fsync each of PATHS (files or folders), side by side: the disk serves them together.
+    The first failure is raised once all have ended."""
+    paths = list(paths)
+    failed: list[OSError] = []
+
+    def sync(share: list[Path]) -> None:
+        try:
+            for path in share:
+                sync_folder(path)
+        except OSError as exc:
+            failed.append(exc)
+
+    shares = [paths[k::_SYNCERS] for k in range(min(_SYNCERS, len(paths)))]
+    threads = [threading.Thread(target=sync, args=(share,)) for share in shares[1:]]
+    for thread in threads:
+        thread.start()
+    if shares:
+        sync(shares[0])
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+_SYNCERS = 8  # threads that fsync at once
+
+
+def _put(root: Path, change: Change, temp: str, touched: set[Path]) -> None:
+    """One path from its old state to its new one: staged, synced, put in place."""
+    staged = _stage(root, change, temp)
+    try:
+        if staged is not None and not staged.is_symlink():
+            sync_folder(staged)
+        _commit(root, change, staged, touched)
+    except BaseException:
+        if staged is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
         raise
 
 
@@ -323,27 +377,52 @@ def _umask() -> int:
 
 
 def _put_all(root: Path, changes: list[Change], write_id: str) -> None:
-    """Write CHANGES, deletions first (a file may give way to a folder, or the reverse); on a
-    failure, undo what was written and raise it."""
+    """Write CHANGES: every new content to its temporary file first, all synced, and only then
+    each put in place, deletions first (a file may give way to a folder, or the reverse). A
+    failure before the first rename leaves the tree untouched; after, what was put in place
+    is undone; either way it is raised, naming the path."""
     order = sorted(range(len(changes)), key=lambda k: (changes[k].new_mode is not None, k))
+    staged: dict[int, Path] = {}
+    later: set[int] = set()  # its folder is in the way of a file that goes first
+    number = order[0]
+    try:
+        for number in order:
+            try:
+                if (
+                    path := _stage(root, changes[number], _temp_name(write_id, number))
+                ) is not None:
+                    staged[number] = path
+            except (NotADirectoryError, FileExistsError):
+                later.add(number)
+        _sync(path for path in staged.values() if not path.is_symlink())
+    except OSError as exc:
+        for path in staged.values():
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise environment_problem(exc, root / changes[number].path, undone=True) from None
     done: list[int] = []
     touched: set[Path] = set()
     try:
         for number in order:
-            _put(root, changes[number], _temp_name(write_id, number), touched)
+            temp = _temp_name(write_id, number)
+            if number in later:
+                _put(root, changes[number], temp, touched)
+            else:
+                _commit(root, changes[number], staged.pop(number, None), touched)
             done.append(number)
             checkpoint(f"write.{len(done)}")  # tests: die like a power cut after K paths
     except OSError as exc:
         path = changes[number].path
+        for left in staged.values():
+            with contextlib.suppress(OSError):
+                os.unlink(left)
         try:
             for undo in reversed(done):
                 _put(root, changes[undo].reversed(), _temp_name(write_id, undo), touched)
         except OSError:
             raise environment_problem(exc, root / path, undone=False) from None
         raise environment_problem(exc, root / path, undone=True) from None
-    for folder in touched:
-        with contextlib.suppress(FileNotFoundError):
-            sync_folder(folder)
+    _sync(folder for folder in touched if folder.is_dir())
 
 
 def write_trees(
@@ -361,7 +440,7 @@ def write_trees(
     changes = changes_between(root, old_tree, new_tree, paths, env=env)
     if not changes:
         return []
-    write_id = uuid.uuid4().hex[:12]
+    write_id = os.urandom(6).hex()
     _save_journal(state_dir, command, write_id, changes)
     try:
         _put_all(root, changes, write_id)
@@ -445,9 +524,7 @@ def settle(root: Path, state_dir: Path) -> Settled | None:
     if kept:
         settled.kept = sorted(c.path for c in kept)
         settled.kept_ref, settled.restore = _kept_ref(root, write_id, kept)
-    for folder in touched:
-        with contextlib.suppress(FileNotFoundError):
-            sync_folder(folder)
+    _sync(folder for folder in touched if folder.is_dir())
     _clear_journal(state_dir)
     settled.undone.sort()
     return settled

@@ -18,7 +18,7 @@ import pytest
 
 from tests.benchmarks.kill_sweep import GROUPS, summary, sweep
 
-STRIDE = 4
+STRIDE = 6
 
 pytestmark = pytest.mark.skipif(
     shutil.which("strace") is None,

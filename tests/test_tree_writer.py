@@ -138,9 +138,9 @@ def test_a_kept_snapshot_of_an_update_is_a_leftover_until_settled(
 def test_disk_full_at_any_write_is_one_line_exit_7_and_nothing_half_written(
     templates: dict[str, Fixture], command: str, tmp_path: Path
 ) -> None:
-    """ENOSPC injected (strace) into patchkeeper's own Nth write(), N sampled every 5th."""
+    """ENOSPC injected (strace) into patchkeeper's own Nth write(), N sampled every 7th."""
     failed = {}
-    for n in range(2, 40, 5):
+    for n in range(2, 40, 7):
         verdict = disk_full_point(templates[command], command, n, tmp_path)
         if not verdict.recovered:
             failed[n] = [*verdict.lost, *verdict.torn, *verdict.wrong_exit]
