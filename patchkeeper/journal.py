@@ -85,9 +85,9 @@ def new_run_id() -> str:
     return f"{stamp}-{os.getpid()}"
 
 
-def save(state_dir: Path, journal: Journal) -> None:
+def save(state_dir: Path, journal: Journal, *, then_sync_folder: bool = True) -> None:
     data = json.dumps(asdict(journal), indent=2) + "\n"
-    atomic_write(state_dir / JOURNAL_FILE, data.encode())
+    atomic_write(state_dir / JOURNAL_FILE, data.encode(), then_sync_folder=then_sync_folder)
 
 
 def load(state_dir: Path) -> Journal | None:
@@ -120,10 +120,15 @@ def last_finished(state_dir: Path) -> Journal | None:
         return None
 
 
+# From here on `recover` runs phases 5-10 again whichever of them the journal names, so a
+# power cut that loses the rename of a later phase's record changes nothing: no folder sync.
+RERUN_FROM = PHASES.index("leftovers") + 2
+
+
 def begin_phase(state_dir: Path, journal: Journal, number: int) -> None:
     """Record that phase NUMBER starts (before it touches anything)."""
     journal.phase = number
-    save(state_dir, journal)
+    save(state_dir, journal, then_sync_folder=number < RERUN_FROM)
     checkpoint(str(number))
 
 

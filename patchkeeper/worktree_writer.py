@@ -12,7 +12,9 @@ then hands the two trees to `write_trees`, which:
 4. writes each new file to a temporary file beside it (`.patchkeeper-ID-K`), syncs it, and
    renames it over the old one; a deletion is an unlink, a symlink is made at the temporary
    name and renamed too, so no path is ever missing or half written;
-5. syncs each folder it touched once, then removes the journal.
+5. removes the journal and syncs the state folder, which makes every rename before it
+   durable too on a file system with one ordered metadata journal (ext4, xfs): one folder
+   sync per write, not one per folder touched.
 
 A write that fails half-way (disk full, read-only, permission) undoes the paths it had
 written, from the journal, and says which path and why (`EnvironmentProblem`). A kill leaves
@@ -309,10 +311,9 @@ def _stage(root: Path, change: Change, temp: str) -> Path | None:
     return scratch
 
 
-def _commit(root: Path, change: Change, staged: Path | None, touched: set[Path]) -> None:
+def _commit(root: Path, change: Change, staged: Path | None) -> None:
     """Put CHANGE in place in one step: the rename of its staged file, an unlink, a chmod."""
     target = root / change.path
-    touched.add(target.parent)
     if change.new_mode is None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(target)
@@ -351,13 +352,13 @@ def _sync(paths: Iterable[Path]) -> None:
 _SYNCERS = 8  # threads that fsync at once
 
 
-def _put(root: Path, change: Change, temp: str, touched: set[Path]) -> None:
+def _put(root: Path, change: Change, temp: str) -> None:
     """One path from its old state to its new one: staged, synced, put in place."""
     staged = _stage(root, change, temp)
     try:
         if staged is not None and not staged.is_symlink():
             sync_folder(staged)
-        _commit(root, change, staged, touched)
+        _commit(root, change, staged)
     except BaseException:
         if staged is not None:
             with contextlib.suppress(OSError):
@@ -401,14 +402,13 @@ def _put_all(root: Path, changes: list[Change], write_id: str) -> None:
                 os.unlink(path)
         raise environment_problem(exc, root / changes[number].path, undone=True) from None
     done: list[int] = []
-    touched: set[Path] = set()
     try:
         for number in order:
             temp = _temp_name(write_id, number)
             if number in later:
-                _put(root, changes[number], temp, touched)
+                _put(root, changes[number], temp)
             else:
-                _commit(root, changes[number], staged.pop(number, None), touched)
+                _commit(root, changes[number], staged.pop(number, None))
             done.append(number)
             checkpoint(f"write.{len(done)}")  # tests: die like a power cut after K paths
     except OSError as exc:
@@ -418,11 +418,10 @@ def _put_all(root: Path, changes: list[Change], write_id: str) -> None:
                 os.unlink(left)
         try:
             for undo in reversed(done):
-                _put(root, changes[undo].reversed(), _temp_name(write_id, undo), touched)
+                _put(root, changes[undo].reversed(), _temp_name(write_id, undo))
         except OSError:
             raise environment_problem(exc, root / path, undone=False) from None
         raise environment_problem(exc, root / path, undone=True) from None
-    _sync(folder for folder in touched if folder.is_dir())
 
 
 def write_trees(
@@ -502,7 +501,6 @@ def settle(root: Path, state_dir: Path) -> Settled | None:
             undone=False,
         ) from None
     settled = Settled(command)
-    touched: set[Path] = set()
     kept: list[Change] = []
     for number, change in reversed(list(enumerate(changes))):
         folder = (root / change.path).parent
@@ -515,7 +513,7 @@ def settle(root: Path, state_dir: Path) -> Settled | None:
             continue
         if now == new:
             try:
-                _put(root, change.reversed(), _temp_name(write_id, number), touched)
+                _put(root, change.reversed(), _temp_name(write_id, number))
             except OSError as exc:
                 raise environment_problem(exc, root / change.path, undone=False) from None
             settled.undone.append(change.path)
@@ -524,7 +522,6 @@ def settle(root: Path, state_dir: Path) -> Settled | None:
     if kept:
         settled.kept = sorted(c.path for c in kept)
         settled.kept_ref, settled.restore = _kept_ref(root, write_id, kept)
-    _sync(folder for folder in touched if folder.is_dir())
     _clear_journal(state_dir)
     settled.undone.sort()
     return settled
