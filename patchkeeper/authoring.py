@@ -24,11 +24,11 @@ from patchkeeper import git
 from patchkeeper.engine import failed_files, split_hunks
 from patchkeeper.errors import UserError
 from patchkeeper.install import Install
-from patchkeeper.patching import _write as write_worktree
 from patchkeeper.patchset import PatchFile, PatchSet, parse_patch_file, unsafe_path
 from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
+from patchkeeper.worktree_writer import write_trees
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -47,13 +47,11 @@ def from_this_minor(version: VersionInfo) -> str | None:
 
 @dataclass(frozen=True)
 class _Taken:
-    """What the work tree gives for a patch: its new DIFF, the files KEPT from the patch as
-    written (the tree leaves them as they were), and what the tree still needs for those
-    (TO_WRITE, a diff of the work tree; empty when nothing is kept)."""
+    """What the work tree gives for a patch: its new DIFF, and the files KEPT from the patch
+    as written (the tree left them as they were; they are written to it)."""
 
     diff: bytes
     kept: tuple[str, ...] = ()
-    to_write: bytes = b""
 
 
 def _diff_for(
@@ -64,7 +62,8 @@ def _diff_for(
     keep_from: PatchFile | None = None,
 ) -> _Taken:
     """The diff of NAME over PATHS, from the work tree; with KEEP_FROM, the parts of that
-    patch file for paths the work tree leaves as they were are kept (see the docstring)."""
+    patch file for paths the work tree leaves as they were are kept (see the docstring) and
+    written to the work tree, each file old or new (the tree writer's journal)."""
     if install.head() is None:
         raise UserError(f"{install.path}: HEAD does not name a commit yet")
     records = load_applied(install.state_dir)
@@ -92,8 +91,11 @@ def _diff_for(
         index.load_worktree(kept)  # the tree as it is, later patches in place
         as_it_is = index.write_tree()
         _must_keep(index, sections, keep_from)
-        to_write = tree_diff(install.path, as_it_is, index.write_tree(), kept)
-        return _Taken(diff, tuple(kept), to_write)
+        write_trees(
+            install.path, install.state_dir, "refresh", as_it_is, index.write_tree(), kept,
+            env=index.env,
+        )
+        return _Taken(diff, tuple(kept))
 
 
 def _untouched(
@@ -234,7 +236,6 @@ def refresh_patch(
     header = re.sub(r"\n---\n(?:.*\n)*$", "\n", header) if "\n---\n" in header else header
     text = (_updated_header(header, install.head() or "") + "---\n").encode() + diff
     _write_checked(variant.path, text)
-    write_worktree(install, taken.to_write)
     relative = str(variant.path.relative_to(patch_set.root))
     _record_applied(install, name, relative, text, diff)
     return Refreshed(variant.path, taken.kept)
