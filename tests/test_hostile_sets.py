@@ -185,3 +185,14 @@ def test_a_patch_outside_the_set_through_a_symlink_still_loads(repo: Path, tmp_p
     os.symlink(tmp_path / "kept/fix.patch", patches / "fix.patch")
     proc = run_cli("lint", "--patches", patches)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_check_since_a_version_too_long_to_compare_is_a_usage_error(
+    repo: Path, tmp_path: Path
+) -> None:
+    patches = fix_set(tmp_path / "ps", repo)
+    proc = run_cli("check", "--install", repo, "--patches", patches, "--since", HUGE)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "is not a PEP 440 version" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr) < 1000  # the 5,000 digits are not repeated back

@@ -25,10 +25,12 @@ class PEP440(click.ParamType):
     def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
         from packaging.version import InvalidVersion, Version
 
+        text = str(value)
         try:
-            return Version(str(value))
-        except InvalidVersion:
-            self.fail(f"{value!r} is not a PEP 440 version (say 0.21 or 0.21.5)", param, ctx)
+            return Version(text)
+        except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
+            shown = text if len(text) <= 60 else f"{text[:57]}..."
+            self.fail(f"{shown!r} is not a PEP 440 version (say 0.21 or 0.21.5)", param, ctx)
 
 
 def render_table(reports) -> None:  # type: ignore[no-untyped-def]
