@@ -103,7 +103,8 @@ def test_without_the_fix_the_check_fails_naming_the_refusal_and_the_unchanged_ow
     refused = seen[STEPS[0]][1]
     assert "refused while the run held the fire fence (answered False after 0.5" in refused
     assert "the claim's owner had not changed" in refused
-    assert check["extra"]["fence_wait_seconds"] == {"install": 30.0, "check": 0.5}
+    facts = check["extra"]
+    assert (facts["fence_wait_install_seconds"], facts["fence_wait_check_seconds"]) == (30.0, 0.5)
 
 
 def test_applied_the_same_owner_renews_under_the_fence_and_others_are_refused(

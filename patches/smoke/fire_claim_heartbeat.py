@@ -149,11 +149,12 @@ class Check:
 
     def setup(self) -> None:
         wait = getattr(self.jobs, "_JOBS_LOCK_TIMEOUT_SECONDS", None)
-        if isinstance(wait, int | float) and not isinstance(wait, bool):
+        shortened = isinstance(wait, int | float) and not isinstance(wait, bool)
+        if shortened:
             self.jobs._JOBS_LOCK_TIMEOUT_SECONDS = FENCE_WAIT
-            self.facts["fence_wait_seconds"] = {"install": wait, "check": FENCE_WAIT}
-        else:
-            self.facts["fence_wait_seconds"] = {"install": None, "check": None}
+        # None: the install has no such setting, so an unfixed heartbeat waits its own time.
+        self.facts["fence_wait_install_seconds"] = wait if shortened else None
+        self.facts["fence_wait_check_seconds"] = FENCE_WAIT if shortened else None
         record = {
             "id": JOB_ID,
             "name": "patchkeeper smoke: fire-claim heartbeat",
@@ -185,10 +186,12 @@ class Check:
                 return "fail", f"{call.said()} but the claim's stamp was not refreshed"
             return "pass", f"renewed while the run held the fire fence ({call.said()})"
         if call.done.is_set() and call.error is None and call.answer is False:
+            wait = self.facts["fence_wait_check_seconds"]
+            waited = f", the fence's wait being {wait:g} s" if wait else ""
             return "fail", (
                 f"the heartbeat for the same owner was refused while the run held the fire "
-                f"fence ({call.said()}, the fence's wait being {FENCE_WAIT:g} s), and {unchanged}: "
-                "a busy fence reported as ownership lost"
+                f"fence ({call.said()}{waited}), and {unchanged}: a busy fence reported as "
+                "ownership lost"
             )
         return "fail", (
             f"the heartbeat for the same owner did not renew while the run held the fire fence "
