@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from patchkeeper import smoke as smoke_runner
 from patchkeeper.bundled import bundled_patches
 from tests.helpers import git, outcomes, run_cli, run_json, tree_snapshot
 
@@ -199,3 +200,41 @@ def test_only_a_refusal_is_false_and_an_unknown_answer_raises(
     with pytest.raises(renewal.FireClaimUnverified, match="OSError: store unavailable") as caught:
         renewal.renew_outside_fire_fence("j", broken)
     assert isinstance(caught.value.__cause__, OSError)
+
+
+def probe(install: Path, patches: Path) -> smoke_runner.CheckResult:
+    python = smoke_runner.Interpreter(Path(sys.executable))
+    path = patches / "smoke" / CHECK
+    return smoke_runner.run_check(python, install, path, timeout=60, args=("--probe",))
+
+
+def test_the_probe_reads_that_the_heartbeat_waits_on_the_fence(
+    upstream: Path, patches: Path
+) -> None:
+    before = tree_snapshot(upstream)
+    found = probe(upstream, patches)
+    assert found.verdict == "fail"
+    [step] = found.steps
+    assert step.detail == (
+        "heartbeat_fire_claim calls _under_fire_fence: it waits on the fire fence its own run "
+        'holds across delivery, so a delivery longer than 30 s is booked "fire claim ownership '
+        'lost" (patch heartbeat-fence)'
+    )
+    assert found.extra["fence_wait_seconds"] == 30.0
+    assert tree_snapshot(upstream) == before  # a probe only reads
+
+
+@pytest.mark.parametrize("where", ["patched", "fixed release"])
+def test_the_probe_passes_a_heartbeat_that_takes_no_fence(
+    upstream: Path, patches: Path, where: str
+) -> None:
+    if where == "patched":
+        code, _doc = run_json("apply", "--install", upstream, "--patches", patches)
+        assert code == 0
+    else:
+        git(upstream, "checkout", "-q", "v0.21.3")  # its docstring names the fence: not a call
+    found = probe(upstream, patches)
+    assert (found.verdict, found.steps[0].detail) == (
+        "pass",
+        "heartbeat_fire_claim takes no fire fence: a slow delivery cannot starve it",
+    )

@@ -20,13 +20,21 @@ fresh HERMES_HOME. Standard library only. Threads and events stage every wait; n
 A function the check needs that the install lacks, a fence the holder cannot take, or a store
 the setup cannot write is `error` ("could not check"), never a pass. Prints one JSON verdict on
 stdout and `progress: ...` lines on stderr.
+
+`--probe` (doctor) only reads: whether the installed heartbeat_fire_claim calls a fire-fence
+helper (from its parsed source, docstrings aside) and the fence's wait. A heartbeat that waits
+on the fence its run holds fails the budget: any delivery longer than that wait is booked lost.
+An install without the function has no such budget (pass, said so).
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import os
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +49,8 @@ OLD_STAMP = "2026-09-12T00:00:00+00:00"
 FENCE_WAIT = 0.5  # the fence's wait (`_JOBS_LOCK_TIMEOUT_SECONDS`, 30 s upstream) for the check
 ANSWER_LIMIT = 10.0  # seconds any heartbeat call may take before the check stops waiting
 REQUIRED = ("heartbeat_fire_claim", "fire_claim_fence", "save_jobs", "load_jobs")
+# What takes the job's fire fence in cron.jobs (the helper and the context managers).
+FENCE_TAKERS = frozenset({"_under_fire_fence", "_fire_job_lock", "fire_claim_fence"})
 
 
 class CannotCheck(Exception):
@@ -267,15 +277,63 @@ def run() -> dict[str, Any]:
     }
 
 
-def main() -> int:
+def fence_calls(function: Any) -> list[str]:
+    """The fire-fence helpers FUNCTION's code calls (its docstring and comments aside)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    called = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if name in FENCE_TAKERS:
+                called.append(name)
+    return sorted(set(called))
+
+
+def budget_step(jobs: Any) -> dict[str, Any]:
+    heartbeat = getattr(jobs, "heartbeat_fire_claim", None)
+    if not callable(heartbeat):
+        detail = "this install has no cron.jobs.heartbeat_fire_claim: no heartbeat waits on a fence"
+        return {"name": "heartbeat budget", "verdict": "pass", "detail": detail}
+    try:
+        takers = fence_calls(heartbeat)
+    except (OSError, TypeError, SyntaxError) as exc:
+        detail = f"could not read heartbeat_fire_claim's source: {type(exc).__name__}: {exc}"
+        return {"name": "heartbeat budget", "verdict": "error", "detail": detail}
+    wait = getattr(jobs, "_JOBS_LOCK_TIMEOUT_SECONDS", None)
+    if not takers:
+        detail = "heartbeat_fire_claim takes no fire fence: a slow delivery cannot starve it"
+        return {"name": "heartbeat budget", "verdict": "pass", "detail": detail}
+    limit = f"{wait:g} s" if isinstance(wait, int | float) else "its wait"
+    detail = (
+        f"heartbeat_fire_claim calls {', '.join(takers)}: it waits on the fire fence its own run "
+        f"holds across delivery, so a delivery longer than {limit} is booked "
+        '"fire claim ownership lost" (patch heartbeat-fence)'
+    )
+    return {"name": "heartbeat budget", "verdict": "fail", "detail": detail}
+
+
+def probe() -> dict[str, Any]:
+    try:
+        import cron.jobs as jobs
+    except Exception as exc:
+        why = f"cannot import cron.jobs: {type(exc).__name__}: {exc}"
+        failed = {"name": "heartbeat budget", "verdict": "error", "detail": why}
+        return {"check": CHECK, "verdict": "error", "steps": [failed], "detail": why}
+    wait = getattr(jobs, "_JOBS_LOCK_TIMEOUT_SECONDS", None)
+    found = budget_step(jobs)
+    facts = {"fence_wait_seconds": wait if isinstance(wait, int | float) else None}
+    return {"check": CHECK, "verdict": found["verdict"], "steps": [found], **facts}
+
+
+def main(argv: list[str]) -> int:
     home = os.environ.get("HERMES_HOME") or ""
     if not home or not Path(home).is_dir():
         emit({"check": CHECK, "verdict": "error", "steps": [], "detail": "HERMES_HOME not set"})
         return 1
-    document = run()
+    document = probe() if argv[:1] == ["--probe"] else run()
     emit(document)
     return 0 if document["verdict"] == "pass" else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))
