@@ -102,7 +102,8 @@ def test_without_the_fix_the_check_fails_naming_the_refusal_and_the_unchanged_ow
     seen = steps(check)
     assert [seen[name][0] for name in STEPS] == ["fail", "pass", "pass"]
     refused = seen[STEPS[0]][1]
-    assert "refused while the run held the fire fence (answered False after 0.5" in refused
+    assert "refused while the run held the fire fence (answered False after " in refused
+    assert "the fence's wait being 0.5 s" in refused
     assert "the claim's owner had not changed" in refused
     facts = check["extra"]
     assert (facts["fence_wait_install_seconds"], facts["fence_wait_check_seconds"]) == (30.0, 0.5)
