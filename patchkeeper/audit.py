@@ -3,8 +3,8 @@
 Five checks, one report: executions that never started (and which of those are the
 "database is locked" loss of upstream issue #135487), jobs whose dashboard fields say healthy
 while their latest execution failed ("green but failing"), claims stuck in claimed/running,
-counts per day, and executions booked failed with "fire claim ownership lost" whose delivery
-succeeded (seed 000, upstream #100401/#108341: the heartbeat waited on the fence its own run
+counts per day, and executions booked failed as a lost fire claim whose delivery succeeded
+(seed 000, upstream #100401/#108341/#105861: the heartbeat waited on the fence its own run
 held). Nothing here writes: the ledger and the delivery queue are opened with `mode=ro`, the
 jobs file is only read, and no upstream code is imported (loading upstream's jobs may rewrite
 jobs.json, and opening its ledger runs schema changes).
@@ -43,8 +43,11 @@ LOCKED_TEXT = "database is locked"
 # Refusals before start that are the scheduler working as designed, not a loss.
 REFUSAL_TEXTS = ("dispatch claim rejected", "fire claim lost")
 IN_FLIGHT = ("claimed", "running")
-# What the scheduler books when it believes another owner took the run's claim.
-OWNERSHIP_LOST_TEXT = "fire claim ownership lost"
+# What the scheduler books when a renewal of the run's fire claim failed: "Fire claim ownership
+# lost; stale result was discarded." when the claim is another's, and its
+# `_OWNERSHIP_LOST_INTERRUPTED` text, which reads like a shutdown, when the claim is still the
+# run's own (the case of the fence bug, #105861, #108862).
+OWNERSHIP_LOST_TEXTS = ("fire claim ownership lost", "interrupted by shutdown before terminal")
 DELIVERED = "delivered"
 # Primary SQLite result codes that mean "someone else holds the lock" (not "broken").
 _SQLITE_BUSY = 5
@@ -134,8 +137,8 @@ class StuckClaim:
 
 @dataclass(frozen=True)
 class DeliveredButLost:
-    """An execution booked failed as "fire claim ownership lost" whose message was delivered:
-    a run that did its work, recorded as a takeover (the heartbeat waited on its own fence)."""
+    """An execution booked failed as a lost fire claim whose message was delivered: a run that
+    did its work, recorded as a takeover (the heartbeat waited on its own fence)."""
 
     execution_id: str
     job_id: str
@@ -181,7 +184,7 @@ class AuditResult:
     unchecked: tuple[Unchecked, ...]
     jobs_unreadable: bool = False  # the jobs file is there but could not be read (torn?)
     delivered_but_lost: tuple[DeliveredButLost, ...] = ()
-    ownership_lost: int = 0  # executions booked failed as "fire claim ownership lost"
+    ownership_lost: int = 0  # executions booked failed as a lost fire claim
     deliveries: Path | None = None  # the delivery queue that was read; None: none there
 
     @property
@@ -538,7 +541,7 @@ def find_stuck(
 def booked_ownership_lost(execution: Execution) -> bool:
     """Booked failed because the scheduler believed another owner took the claim."""
     error = (execution.error or "").casefold()
-    return execution.status == "failed" and OWNERSHIP_LOST_TEXT in error
+    return execution.status == "failed" and any(text in error for text in OWNERSHIP_LOST_TEXTS)
 
 
 def find_delivered_but_lost(
@@ -546,7 +549,7 @@ def find_delivered_but_lost(
     deliveries: Mapping[str, str] | None,
     jobs: Mapping[str, Job],
 ) -> list[DeliveredButLost]:
-    """Executions booked "fire claim ownership lost" whose delivery is recorded as delivered:
+    """Executions booked failed as a lost fire claim whose delivery is recorded as delivered:
     in the ledger's own delivery_outcome, or in the delivery queue under the same execution id."""
     found: list[DeliveredButLost] = []
     for execution in executions:
@@ -714,7 +717,7 @@ def _delivery_recorded_somewhere(
     deliveries_path: Path,
     unchecked: list[Unchecked],
 ) -> bool:
-    """Whether executions booked "ownership lost" can be compared with a delivery record; with
+    """Whether executions booked as a lost fire claim can be compared with a delivery record; with
     none of them there is nothing to compare, which is a clean result, not an unchecked one."""
     lost = sum(map(booked_ownership_lost, ledger.executions)) if ledger else 0
     if not lost or deliveries is not None or (ledger and "delivery_outcome" in ledger.columns):
@@ -722,7 +725,7 @@ def _delivery_recorded_somewhere(
     unchecked.append(
         Unchecked(
             Check.DELIVERED_BUT_LOST,
-            f'{lost} execution(s) booked failed as "fire claim ownership lost", and no '
+            f"{lost} execution(s) booked failed as a lost fire claim, and no "
             f"delivery record to compare them with (no {deliveries_path}, no delivery_outcome "
             "column)",
         )

@@ -219,7 +219,7 @@ def _stuck_text(result: AuditResult) -> str:
 
 
 def _delivered_text(result: AuditResult) -> str:
-    title = 'Delivered but booked "fire claim ownership lost" (upstream #100401, #108341)'
+    title = "Delivered but booked failed as a lost fire claim (upstream #100401, #105861)"
     if Check.DELIVERED_BUT_LOST not in result.checked:
         return f"{title}: not checked"
     where = "the ledger" if result.deliveries is None else f"the ledger and {result.deliveries}"
@@ -227,7 +227,7 @@ def _delivered_text(result: AuditResult) -> str:
         if not result.ownership_lost:
             return f"{title}: none"
         return (
-            f"{title}: none ({result.ownership_lost} booked ownership lost, none of them "
+            f"{title}: none ({result.ownership_lost} booked so, none of them "
             f"recorded as delivered in {where})"
         )
     lines = [f"{title}: {len(result.delivered_but_lost)} of {result.ownership_lost} booked lost"]

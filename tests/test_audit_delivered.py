@@ -1,4 +1,4 @@
-"""`audit`: executions booked "fire claim ownership lost" whose delivery succeeded (seed 000).
+"""`audit`: executions booked failed as a lost fire claim whose delivery succeeded (seed 000).
 
 Real SQLite files: the ledger from tests/ledgers.py and a delivery queue
 (HOME/cron/deliveries.db) with the layout of upstream's cron/delivery_queue.py as read at
@@ -36,7 +36,9 @@ REPO = Path(__file__).resolve().parents[1]
 HOUR = timedelta(hours=1)
 # What upstream's scheduler books (cron/scheduler.py, _record_fire_ownership_lost).
 OWNERSHIP_LOST = "Fire claim ownership lost; stale result was discarded."
-TITLE = 'Delivered but booked "fire claim ownership lost" (upstream #100401, #108341)'
+# What it books when the claim is still the run's own: the fence bug's usual text (#105861).
+INTERRUPTED = "Interrupted by shutdown before terminal completion."
+TITLE = "Delivered but booked failed as a lost fire claim (upstream #100401, #105861)"
 
 
 def deliveries_db(
@@ -120,6 +122,21 @@ def test_a_run_the_queue_delivered_but_the_ledger_booked_lost_is_an_anomaly(home
     assert f"execution {delivered['id'][:12]} (2026-11-06 10:00:00) booked failed, but" in text
 
 
+def test_the_interrupted_text_of_a_claim_still_owned_counts_too(home: Path) -> None:
+    """Seen on 0.21.1 (#105861): the queue says delivered, the ledger failed with the
+    shutdown-like text and no delivery_outcome: the ledger contradicts the delivery table."""
+    ledger = create_ledger(home)
+    run = execution(
+        "b", "failed", NOW - HOUR, started_at=NOW - HOUR, error=INTERRUPTED, source="builtin"
+    )
+    insert(ledger, run)
+    deliveries_db(home, {run["id"]: "delivered"})
+    result = run_audit(home)
+    assert [(item.execution_id, item.error) for item in result.delivered_but_lost] == [
+        (run["id"], INTERRUPTED)
+    ]
+
+
 def test_the_ledgers_own_delivery_outcome_is_evidence_too(home: Path) -> None:
     ledger = create_ledger(home)
     run = lost_run("b", delivery_outcome="delivered")
@@ -150,7 +167,7 @@ def test_lost_runs_without_a_delivery_are_counted_not_flagged(home: Path) -> Non
     deliveries_db(home, {run["id"]: "unknown", "another-execution": "delivered"})
     result = run_audit(home)
     assert result.delivered_but_lost == () and result.ownership_lost == 1
-    assert f"{TITLE}: none (1 booked ownership lost, none of them recorded as delivered in " in (
+    assert f"{TITLE}: none (1 booked so, none of them recorded as delivered in " in (
         render_text(result)
     )
 
@@ -164,7 +181,7 @@ def test_lost_runs_with_nothing_to_compare_are_could_not_check(home: Path) -> No
     [item] = result.unchecked
     assert item.check is Check.DELIVERED_BUT_LOST
     assert item.reason == (
-        '1 execution(s) booked failed as "fire claim ownership lost", and no delivery record '
+        "1 execution(s) booked failed as a lost fire claim, and no delivery record "
         f"to compare them with (no {home / 'cron' / 'deliveries.db'}, no delivery_outcome column)"
     )
     assert result.exit_code == exitcodes.ATTENTION

@@ -68,7 +68,9 @@ def command(
     HOME/cron/jobs.json and reports executions that never started (separating "database is
     locked" losses from designed refusals), jobs the dashboard shows green while their latest
     execution failed, claims stuck in claimed/running, counts per day, and executions booked
-    failed as "fire claim ownership lost" whose delivery succeeded. Never writes anything.
+    failed as a lost fire claim ("fire claim ownership lost", or the "Interrupted by shutdown"
+    text it books when the claim was still the run's own) whose delivery succeeded. Never writes
+    anything.
 
     Exit 0 when everything was checked and nothing is wrong; 5 when something needs attention
     or could not be checked (a locked or missing ledger is never "clean"); 2 on bad input.
