@@ -239,3 +239,16 @@ def test_the_probe_passes_a_heartbeat_that_takes_no_fence(
         "pass",
         "heartbeat_fire_claim takes no fire fence: a slow delivery cannot starve it",
     )
+
+
+def test_the_probe_finds_no_budget_where_there_is_no_heartbeat(
+    upstream: Path, patches: Path
+) -> None:
+    edit(upstream, "def heartbeat_fire_claim(", "def renew_claim_elsewhere(")
+    found = probe(upstream, patches)
+    assert (found.verdict, found.steps[0].detail) == (
+        "pass",
+        "this install has no cron.jobs.heartbeat_fire_claim: no heartbeat waits on a fence",
+    )
+    code, check = smoke(upstream, patches)  # the full check cannot drive the path there
+    assert (code, check["verdict"]) == (4, "error")
