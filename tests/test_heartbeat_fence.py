@@ -1,10 +1,9 @@
 """The heartbeat-fence patch and its smoke check on a practice upstream built from scratch.
 
-The practice upstream lives in tests/fixtures/heartbeat_upstream/: a pre-fix release 0.21.2
-(cron/jobs.py whose heartbeat renews through the fire fence, as Hermes did before upstream PR
-#109310) and fixed-release.diff, the 0.21.3 release that fixes it upstream's way. The patch
-set is the bundled patch file and smoke check, alone. Real git repositories, real subprocesses,
-real threads and locks in the check.
+The practice upstream is the sandbox's (patchkeeper/demo/): at v0.21.2 cron/jobs.py's heartbeat
+renews through the fire fence, as Hermes did before upstream PR #109310; v0.21.3 fixes it
+upstream's way. The patch set is the bundled patch file and smoke check, alone. Real git
+repositories, real subprocesses, real threads and locks in the check.
 """
 
 from __future__ import annotations
@@ -20,31 +19,21 @@ import pytest
 
 from patchkeeper import smoke as smoke_runner
 from patchkeeper.bundled import bundled_patches
+from patchkeeper.demo.sandbox import Sandbox
 from tests.helpers import git, outcomes, run_cli, run_json, tree_snapshot
 
-FIXTURE = Path(__file__).parent / "fixtures" / "heartbeat_upstream"
 PATCH = "heartbeat-fence.patch"
 CHECK = "fire_claim_heartbeat.py"
 STEPS = ("1 same owner under the fence", "2 other owner refused", "3 unreadable store not lost")
-PROBE = "Deliberately NOT under ``_under_fire_fence``"
+PROBE = "cron/jobs.py::heartbeat_fire_claim contains 'return _with_job(job_id, apply, False)'"
 
 
 @pytest.fixture
-def upstream(tmp_path: Path) -> Path:
-    """The practice upstream at v0.21.2 (checked out), with v0.21.3 tagged after it."""
-    repo = tmp_path / "hermes-agent"
-    repo.mkdir()
-    for folder in ("cron", "hermes_cli"):
-        shutil.copytree(FIXTURE / folder, repo / folder)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "release 0.21.2")
-    git(repo, "tag", "v0.21.2")
-    git(repo, "apply", str(FIXTURE / "fixed-release.diff"))
-    git(repo, "commit", "-q", "-am", "release 0.21.3: the heartbeat renews without the fence")
-    git(repo, "tag", "v0.21.3")
-    git(repo, "checkout", "-q", "v0.21.2")
-    return repo
+def upstream(sandbox: Sandbox) -> Path:
+    """The sandbox's install at v0.21.2 (checked out), every later release tag fetched."""
+    sandbox.fetch_tags()
+    git(sandbox.install, "checkout", "-q", "v0.21.2")
+    return sandbox.install
 
 
 @pytest.fixture
@@ -88,7 +77,7 @@ def test_check_carries_it_before_the_fix_and_retires_it_by_content_after(
     assert code == 0
     by_ref = {t["ref"]: t["patches"][0] for t in doc["targets"]}
     assert {ref: p["outcome"] for ref, p in by_ref.items()} == {
-        "v0.21.2": "applied-offset",  # the fixture is shorter than Hermes
+        "v0.21.2": "applied-offset",  # the practice file is shorter than Hermes
         "v0.21.3": "upstream-has-it",
     }
     assert PROBE in by_ref["v0.21.3"]["detail"]
