@@ -68,7 +68,7 @@ def test_unpatched_the_patches_and_the_budget_chain_do_not_hold(doctor_sandbox: 
     )
     assert budget["details"][0].startswith("ledger_adoption: run the worker path: pass, adopted")
     assert budget["facts"]["ledger_adoption"]["worker_retries"] is False
-    assert findings["patches"]["summary"] == "0 of 2 in place"
+    assert findings["patches"]["summary"] == "1 of 3 in place"  # heartbeat-fence: upstream's
     assert findings["last update"]["summary"].startswith("no update recorded")
 
 
@@ -120,7 +120,9 @@ def test_a_probe_that_cannot_check_is_not_ok(doctor_sandbox: Sandbox) -> None:
     )
     assert findings["timeout budget"].details == [
         "ledger_adoption: run the launcher: error, "
-        "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"
+        "cron.executions has no adopt_claimed_execution() (upstream renamed it?)",
+        "fire_claim_heartbeat: heartbeat budget: pass, "
+        "heartbeat_fire_claim takes no fire fence: a slow delivery cannot starve it",
     ]
 
 

@@ -116,7 +116,11 @@ def test_demo_takes_json(tmp_path: Path) -> None:
     assert [step["step"] for step in doc["steps"]] == [
         "status", "apply", "status", "check", "update",
     ]  # fmt: skip
-    assert {p["name"] for p in doc["patches"]} == {"adoption-retry", "schema-once"}
+    assert {p["name"] for p in doc["patches"]} == {
+        "adoption-retry",
+        "schema-once",
+        "heartbeat-fence",
+    }
 
 
 def test_a_usage_mistake_under_json_is_still_one_document(setup: tuple[Path, Path]) -> None:

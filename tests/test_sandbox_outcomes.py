@@ -14,13 +14,26 @@ from tests.helpers import bare_hermes_update, git, outcomes, run_cli, run_json, 
 
 WRITES = ("applied", "applied-offset", "merged-3way")
 EXPECTED = {  # the patches carry real upstream line numbers: an offset even at the base
-    "v0.21.2": {"adoption-retry": "not-applicable", "schema-once": "applied-offset"},
-    "v0.21.3": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.21.5": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.22.0": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.22.1": {"adoption-retry": "conflict", "schema-once": "applied-offset"},
-    "v0.23.0": {"adoption-retry": "upstream-has-it", "schema-once": "applied-offset"},
-    "v0.24.0": {"adoption-retry": "upstream-has-it", "schema-once": "conflict"},
+    "v0.21.2": {
+        "adoption-retry": "not-applicable",
+        "schema-once": "applied-offset",
+        "heartbeat-fence": "applied-offset",  # before PR #109310
+    },
+    **{
+        tag: {
+            "adoption-retry": retry,
+            "schema-once": schema,
+            "heartbeat-fence": "upstream-has-it",  # PR #109310 is in, by content
+        }
+        for tag, retry, schema in (
+            ("v0.21.3", "applied-offset", "applied-offset"),
+            ("v0.21.5", "applied-offset", "applied-offset"),
+            ("v0.22.0", "applied-offset", "applied-offset"),
+            ("v0.22.1", "conflict", "applied-offset"),
+            ("v0.23.0", "upstream-has-it", "applied-offset"),
+            ("v0.24.0", "upstream-has-it", "conflict"),
+        )
+    },
 }
 
 
@@ -64,16 +77,20 @@ def test_apply_status_unapply_round_trip_keeps_user_edits(sandbox: Sandbox) -> N
     )
     code, doc = pk(sandbox, "status")
     assert (code, outcomes(doc)) == (5, pending(EXPECTED["v0.21.3"]))
-    assert [p["would"] for p in doc["patches"]] == list(EXPECTED["v0.21.3"].values())
+    assert [p["would"] for p in doc["patches"]] == [
+        word if word in WRITES else None for word in EXPECTED["v0.21.3"].values()
+    ]
 
     code, doc = pk(sandbox, "apply", "--no-smoke")
     assert (code, outcomes(doc)) == (0, EXPECTED["v0.21.3"])
     assert (install / "cron/adoption_busy_retry.py").is_file()
     assert (install / "cron/ledger_schema_once.py").is_file()
+    in_place = {**{name: "already-applied" for name in EXPECTED["v0.21.3"]},
+                "heartbeat-fence": "upstream-has-it"}  # fmt: skip
     code, doc = pk(sandbox, "apply")
-    assert (code, set(outcomes(doc).values())) == (0, {"already-applied"})
+    assert (code, outcomes(doc)) == (0, in_place)
     code, doc = pk(sandbox, "status")
-    assert (code, set(outcomes(doc).values())) == (0, {"already-applied"})
+    assert (code, outcomes(doc)) == (0, in_place)
 
     # A user edit inside a patched file, away from the patch's lines, survives unapply.
     scheduler = install / "cron/scheduler.py"
@@ -222,8 +239,8 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
     assert code == 3
     suites = ET.parse(junit).getroot().findall("testsuite")
     assert [(s.get("tests"), s.get("failures"), s.get("skipped")) for s in suites] == [
-        ("2", "1", "1"),
-        ("2", "0", "1"),
+        ("3", "1", "2"),
+        ("3", "0", "2"),
     ]
     failure = suites[0].find("testcase[@name='schema-once']/failure")
     assert failure is not None and failure.get("type") == "conflict"
@@ -232,3 +249,5 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
     assert "\x1b[" not in junit.read_text()  # never colour in a file
     assert suites[0].find("testcase[@name='adoption-retry']/skipped") is not None
     assert suites[1].find("testcase[@name='adoption-retry']/skipped") is not None
+    for suite in suites:  # upstream's own heartbeat fix is in both
+        assert suite.find("testcase[@name='heartbeat-fence']/skipped") is not None
