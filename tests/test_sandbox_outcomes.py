@@ -171,9 +171,19 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for words in ("status", "apply", "upstream-has-it", "conflict", "applied-offset", "Explore:"):
         assert words in proc.stdout
+    applying = proc.stdout[proc.stdout.index("== 2.") : proc.stdout.index("== 3.")]
+    assert "exit code: 4" in applying  # v0.21.2: the hand-off path is broken, no fix fits
+    assert "note: adoption-retry has no fix for this release" in applying
+    assert "update Hermes to 0.21.3 first" in applying and "not proven" not in applying
     update = proc.stdout[proc.stdout.index("== 5.") :]
-    assert "version  0.21.3 -> 0.21.5" in update and "your edits: restored 1 file(s)" in update
+    assert "version  0.21.2 -> 0.21.3" in update and "your edits: restored 1 file(s)" in update
+    assert re.search(r"heartbeat-fence +upstream-has-it", update)  # retired by content
+    assert "note: heartbeat-fence: upstream has it now: retire the patch" in update
+    assert re.search(r"adoption-retry +applied-offset", update)
     assert "smoke: pass" in update and "exit code: 0" in update
+    home = tmp_path / "demo" / "home"
+    assert f"Explore: HERMES_HOME={home} patchkeeper status --install " in proc.stdout
+    assert not (tmp_path / "demo" / "hermes-agent" / "home").exists()
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
 
