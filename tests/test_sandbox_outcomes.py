@@ -184,6 +184,10 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     home = tmp_path / "demo" / "home"
     assert f"Explore: HERMES_HOME={home} patchkeeper status --install " in proc.stdout
     assert not (tmp_path / "demo" / "hermes-agent" / "home").exists()
+    assert f"Audit:   patchkeeper audit --home {home}" in proc.stdout
+    audited = run_cli("audit", "--home", home)  # the planted ledger, as the demo left it
+    assert audited.returncode == 5 and "Never started (no started_at): 1" in audited.stdout
+    assert f"Release: python -m patchkeeper.demo publish {tmp_path / 'demo'}" in proc.stdout
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
 
@@ -261,3 +265,38 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
     assert suites[1].find("testcase[@name='adoption-retry']/skipped") is not None
     for suite in suites:  # upstream's own heartbeat fix is in both
         assert suite.find("testcase[@name='heartbeat-fence']/skipped") is not None
+
+
+def test_the_planted_ledger_gives_audit_a_loss_and_a_green_but_failing_job(
+    sandbox: Sandbox,
+) -> None:
+    from patchkeeper.demo.ledger import LOST_JOB, plant_ledger
+
+    plant_ledger(sandbox.home)
+    before = tree_snapshot(sandbox.home)
+    code, doc = run_json("audit", "--home", str(sandbox.home))
+    assert code == 5
+    (lost,) = doc["never_started"]
+    assert (lost["job_id"], lost["kind"], lost["count"]) == (LOST_JOB, "locked", 1)
+    (green,) = doc["green_but_failing"]
+    assert (green["job_id"], green["last_status"]) == (LOST_JOB, "ok")
+    assert tree_snapshot(sandbox.home) == before  # audit only reads
+
+
+def test_publish_releases_the_next_practice_version(sandbox: Sandbox) -> None:
+    def publish(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "patchkeeper.demo", "publish", str(sandbox.root), *args]
+        return subprocess.run(command, capture_output=True, text=True, check=False)
+
+    assert sandbox.published() == "v0.21.3"
+    proc = publish()
+    assert proc.returncode == 0 and proc.stdout.startswith("published v0.21.5"), proc.stderr
+    assert git(sandbox.origin, "rev-parse", "main") == git(
+        sandbox.origin, "rev-parse", "v0.21.5^{commit}"
+    )
+    assert publish("v0.24.0").returncode == 0 and sandbox.published() == "v0.24.0"
+    last = publish()
+    assert last.returncode == 2 and "no practice release after v0.24.0" in last.stderr
+    wrong = publish("v9.9.9")
+    assert wrong.returncode == 2 and "not a sandbox release" in wrong.stderr
+    assert "Traceback" not in last.stderr + wrong.stderr

@@ -117,12 +117,14 @@ def command(directory: Path | None, as_json: bool) -> int:
     Example:
       patchkeeper demo --dir /tmp/pk-demo
     """
+    from patchkeeper.demo.ledger import plant_ledger
     from patchkeeper.demo.sandbox import TAGS, build_sandbox
 
     tell = Narration(as_json)
     root = directory or Path(tempfile.mkdtemp(prefix="patchkeeper-demo-"))
     sandbox = build_sandbox(root, install_tag=START_TAG)
     os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
+    plant_ledger(sandbox.home)  # something for `audit` to find
     patch_set = load_patch_set(sandbox.patches)
     settings = load_settings(patch_set.root)
     install = open_install(sandbox.install)
@@ -210,6 +212,10 @@ def command(directory: Path | None, as_json: bool) -> int:
         "                   (the file, hunk and expected lines are shown above)\n"
         "  upstream-has-it  upstream now contains the fix: retire the patch\n"
         "\n"
-        f"Explore: {explore_line(sandbox)}"
+        f"Explore: {explore_line(sandbox)}\n"
+        f"Audit:   patchkeeper audit --home {shlex.quote(str(sandbox.home))}"
+        "   (a planted ledger: a job lost to 'database is locked')\n"
+        f"Release: python -m patchkeeper.demo publish {shlex.quote(str(sandbox.root))}"
+        "   (the next practice release, for the next `update`)"
     )
     return code

@@ -93,6 +93,20 @@ class Sandbox:
         _known_tag(tag)
         _git(["update-ref", "refs/heads/main", f"refs/tags/{tag}^{{commit}}"], self.origin)
 
+    def published(self) -> str | None:
+        """The release origin's main is at (None: main is at no release tag)."""
+        main = _git(["rev-parse", "refs/heads/main"], self.origin)
+        return next(
+            (t for t in TAGS if _git(["rev-parse", f"{t}^{{commit}}"], self.origin) == main), None
+        )
+
+    def next_release(self) -> str:
+        """The release after the published one."""
+        current = self.published()
+        if current is None or current == TAGS[-1]:
+            raise UserError(f"{self.origin}: no practice release after {current or 'main'}")
+        return TAGS[TAGS.index(current) + 1]
+
     def fetch_tags(self) -> None:
         """Fetch every release tag into the install (for `check --ref TAG`).
 
