@@ -26,8 +26,10 @@ from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchSet, spec_contains
 from patchkeeper.scratch import TreeListings
 from patchkeeper.version import (
+    PEP440,
     VersionFile,
     VersionInfo,
+    VersionScheme,
     describe_to_version,
     fallen_back,
     tag_to_version,
@@ -47,7 +49,9 @@ class RefReport:
 # ---------------------------------------------------------------- which refs
 
 
-def select_tags(repo: Path, globs: Sequence[str], since: Version | None) -> list[str]:
+def select_tags(
+    repo: Path, globs: Sequence[str], since: Version | None, scheme: VersionScheme = PEP440
+) -> list[str]:
     """The tags matching any of GLOBS (fnmatch: `*` matches any text, `/` included; no
     globs: every tag) that name a commit, keeping with SINCE only those whose name is a
     version >= SINCE. Ordered by version (tags that are no version last, by name)."""
@@ -62,7 +66,7 @@ def select_tags(repo: Path, globs: Sequence[str], since: Version | None) -> list
             continue  # a tag of a tree or a blob: no release to check
         if not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs):
             tags.append(name)
-    versions = {tag: tag_to_version(tag) for tag in tags}
+    versions = {tag: tag_to_version(tag, scheme) for tag in tags}
     if since is not None:
         tags = [t for t in tags if (v := versions[t]) is not None and v >= since]
     return sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
@@ -108,7 +112,10 @@ def resolve(repo: Path, refs: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def versions_of(
-    repo: Path, commits: Sequence[str], version_file: VersionFile | None
+    repo: Path,
+    commits: Sequence[str],
+    version_file: VersionFile | None,
+    scheme: VersionScheme = PEP440,
 ) -> list[VersionInfo]:
     """Each commit's version, as `version_of_ref` gives it, in one or two git processes."""
     infos: list[VersionInfo | None] = [None] * len(commits)
@@ -128,24 +135,24 @@ def versions_of(
                 reasons[i] = [info.text]
     wanted = [i for i, info in enumerate(infos) if info is None]
     if wanted:
-        described = _describe_all(repo, [commits[i] for i in wanted])
+        described = _describe_all(repo, [commits[i] for i in wanted], scheme)
         for i, info in zip(wanted, described, strict=True):
             infos[i] = fallen_back(info, reasons[i]) if reasons[i] else info
     return [info for info in infos if info is not None]
 
 
-def _describe_all(repo: Path, commits: list[str]) -> list[VersionInfo]:
+def _describe_all(repo: Path, commits: list[str], scheme: VersionScheme) -> list[VersionInfo]:
     """`git describe` of every commit in one process; when it cannot name one, one by one."""
     proc = git.run(["describe", "--tags", "--match", "v[0-9]*", *commits], repo, check=False)
     lines = proc.stdout.decode().splitlines()
     if proc.returncode == 0 and len(lines) == len(commits):
-        versions = [describe_to_version(line) for line in lines]
+        versions = [describe_to_version(line, scheme) for line in lines]
         if all(versions):
             return [
                 VersionInfo(version, line.strip(), "describe")
                 for version, line in zip(versions, lines, strict=True)
             ]
-    return [version_of_ref(repo, commit) for commit in commits]
+    return [version_of_ref(repo, commit, scheme=scheme) for commit in commits]
 
 
 # ---------------------------------------------------------------- checking
@@ -168,7 +175,7 @@ def check_refs(
     if not refs:
         return []
     commits, trees = resolve(repo, refs)
-    versions = versions_of(repo, commits, version_file)
+    versions = versions_of(repo, commits, version_file, patch_set.scheme)
     variants = [v for p in patch_set.patches for v in p.variants]
     has = upstream_has_contents(repo, commits, variants)
     memo = TrialMemo() if reuse else None

@@ -216,12 +216,16 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except Exception as exc:
         from patchkeeper import exitcodes
-        from patchkeeper.errors import PatchkeeperError
+        from patchkeeper.errors import PatchkeeperError, is_environment_error
 
         if isinstance(exc, PatchkeeperError):
             _fail(f"error: {exc}", exc.exit_code)
-        if os.environ.get("PATCHKEEPER_DEBUG"):  # a bug: one line and exit 1, unless asked
+        if os.environ.get("PATCHKEEPER_DEBUG"):  # one line and exit 1 or 7, unless asked
             raise
+        if is_environment_error(exc):  # disk full, read-only, permission: one line, exit 7
+            assert isinstance(exc, OSError)
+            where = exc.filename if exc.filename is not None else "(a pipe or unnamed file)"
+            _fail(f"error: {where}: {exc.strerror}", exitcodes.ENVIRONMENT)
         _fail(
             f"internal error: {type(exc).__name__}: {exc} "
             "(a bug; PATCHKEEPER_DEBUG=1 shows the traceback)",

@@ -11,14 +11,27 @@ from typing import Any
 
 from patchkeeper.errors import UserError
 from patchkeeper.patchset import MAX_SMALL_FILE_BYTES, SMOKE_NAME_RE, read_user_file, unsafe_file
-from patchkeeper.version import DEFAULT_VERSION_PATTERN, VersionFile
+from patchkeeper.version import (
+    DEFAULT_VERSION_PATTERN,
+    PEP440,
+    SCHEMES,
+    VersionFile,
+    VersionScheme,
+)
 
 CONFIG_NAME = "patchkeeper.toml"
 DEFAULT_INSTALL = "~/.hermes/hermes-agent"
 DEFAULT_UPDATE_COMMAND = ("hermes", "update", "--yes")
 
 _KNOWN: dict[str, set[str]] = {
-    "install": {"path", "python", "version_command", "version_file", "version_pattern"},
+    "install": {
+        "path",
+        "python",
+        "version_command",
+        "version_file",
+        "version_pattern",
+        "version_scheme",
+    },
     "update": {"command", "timeout", "post_apply"},
     "smoke": {"checks", "timeout"},
     "patches": {"allow_outside_symlinks"},
@@ -38,6 +51,7 @@ class Settings:
     smoke_checks: tuple[str, ...] = ()
     smoke_timeout: float = 120.0
     allow_outside_symlinks: bool = False  # may a patch write a symlink out of the install?
+    version_scheme: VersionScheme = PEP440  # how the project writes versions (version.py)
 
 
 def _str_list(path: Path, key: str, value: Any, *, allow_empty: bool = True) -> tuple[str, ...]:
@@ -54,7 +68,18 @@ def _seconds(path: Path, key: str, value: Any) -> float:
     return float(value)
 
 
-def _version_file(path: Path, install: dict[str, Any]) -> VersionFile | None:
+def _version_scheme(path: Path, install: dict[str, Any]) -> VersionScheme:
+    """`[install] version_scheme`: one of SCHEMES, PEP 440 when not given."""
+    name = install.get("version_scheme", PEP440.name)
+    if not isinstance(name, str) or name not in SCHEMES:
+        known = ", ".join(repr(n) for n in SCHEMES)
+        raise UserError(f"{path}: install.version_scheme must be one of {known}, not {name!r}")
+    return SCHEMES[name]
+
+
+def _version_file(
+    path: Path, install: dict[str, Any], scheme: VersionScheme = PEP440
+) -> VersionFile | None:
     """`version_file` and `version_pattern`, checked now: a bad pattern is the user's to fix,
     not a version that silently comes out unknown later."""
     for key in ("version_file", "version_pattern"):
@@ -76,7 +101,7 @@ def _version_file(path: Path, install: dict[str, Any]) -> VersionFile | None:
             f"{path}: install.version_pattern needs exactly one capture group, or one named "
             f"'version' (it has {pattern.groups})"
         )
-    return VersionFile(target, pattern)
+    return VersionFile(target, pattern, scheme)
 
 
 def _resolve(base: Path, value: str) -> Path:
@@ -117,6 +142,7 @@ def load_settings(patch_dir: Path) -> Settings:
     for key in ("path", "python"):
         if key in install and not isinstance(install[key], str):
             raise UserError(f"{path}: install.{key} must be a string")
+    scheme = _version_scheme(path, install)
     post = update.get("post_apply", [])
     if not isinstance(post, list):
         raise UserError(f"{path}: update.post_apply must be a list of commands")
@@ -127,7 +153,7 @@ def load_settings(patch_dir: Path) -> Settings:
         version_command=_str_list(
             path, "install.version_command", install.get("version_command", [])
         ),
-        version_file=_version_file(path, install),
+        version_file=_version_file(path, install, scheme),
         update_command=_str_list(
             path,
             "update.command",
@@ -143,6 +169,7 @@ def load_settings(patch_dir: Path) -> Settings:
         smoke_checks=_check_names(path, smoke.get("checks", [])),
         smoke_timeout=_seconds(path, "smoke.timeout", smoke.get("timeout", 120.0)),
         allow_outside_symlinks=links,
+        version_scheme=scheme,
     )
 
 

@@ -36,6 +36,7 @@ from packaging.version import Version
 from patchkeeper import git, nextstep
 from patchkeeper import outcomes as oc
 from patchkeeper.git import GitError
+from patchkeeper.merge_guard import Refusal, judge_merge
 from patchkeeper.outcomes import HunkConflict, HunkOffset, Mismatch, PatchResult
 from patchkeeper.patchset import (
     Patch,
@@ -59,6 +60,7 @@ _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment witho
 _BATCH_HEADER_RE = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")  # else "NAME missing"
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
 _CONFLICTED_RE = re.compile(r"^Applied patch to '(.+)' with conflicts\.$")
+EMPTY_PATCH = "an empty patch (no diff): applied as empty, nothing to write"
 # Batches on (the default), or every patch tried alone: the same results, more git calls.
 # Tests switch it off to prove the first equals the second.
 BATCHES = True
@@ -322,15 +324,80 @@ def conflicting_hunks(
     return conflicts
 
 
-def _try_three_way(index: ScratchIndex, result: PatchResult, diff: bytes, files: list[str]):
+_INDEX_LINE_RE = re.compile(r"^index ([0-9a-f]{4,64})\.\.[0-9a-f]{4,64}(?: \d+)?$")
+
+
+def preimages(diff: bytes) -> dict[str, str | None]:
+    """Per file section of DIFF that changes an existing file: the preimage blob its `index`
+    line names, or None when it names none (quilt and `diff -u` write no index line)."""
+    found: dict[str, str | None] = {}
+    for path, header, _ in split_hunks(diff):
+        lines = header.decode(errors="surrogateescape").split("\n")
+        if any(line.startswith(("new file mode", "copy from")) for line in lines):
+            continue  # a file it creates: git needs no preimage to try
+        match = next((m for line in lines if (m := _INDEX_LINE_RE.match(line.rstrip()))), None)
+        found[path] = match[1] if match else None
+    return found
+
+
+class BlobCheck:
+    """Which preimage blobs the scratch index's object store holds, asked lazily and in one
+    process per question; a blob once there stays there (objects are never taken away)."""
+
+    def __init__(self, index: ScratchIndex) -> None:
+        self.index = index
+        self.present: set[str] = set()
+
+    def can_merge(self, diff: bytes, files: Iterable[str]) -> bool:
+        """Whether `git apply --3way` could merge the sections of FILES (the ones that failed
+        forward): git merges a section only with its preimage blob at hand, and applies it
+        directly otherwise, which fails as the forward apply did. So a failed section with
+        no index line, or whose blob is missing, makes the 3-way attempt fail for sure."""
+        return self.mergeable([(diff, list(files))])[0]
+
+    def mergeable(self, patches: Sequence[tuple[bytes, list[str]]]) -> list[bool]:
+        """`can_merge` for each (diff, failed files) of PATCHES, in one process at most."""
+        wanted: list[list[str | None]] = []
+        for diff, files in patches:
+            needed = preimages(diff)
+            wanted.append([needed[path] for path in files if path in needed])
+        ask = sorted({
+            blob for blobs in wanted for blob in blobs
+            if blob and set(blob) != {"0"} and blob not in self.present
+        })  # fmt: skip
+        if ask:
+            query = "".join(f"{blob}\n" for blob in ask).encode()
+            proc = git.run(
+                ["cat-file", "--batch-check=%(objecttype)"], self.index.repo,
+                env=self.index.env, stdin=query, check=False,
+            )  # fmt: skip
+            answers = _lines(proc.stdout)
+            if proc.returncode != 0 or len(answers) != len(ask):
+                self.present.update(ask)  # no clear answer: git's own attempt decides
+            else:
+                self.present.update(b for b, a in zip(ask, answers, strict=True) if a == "blob")
+        return [
+            all(blob is not None and (set(blob) == {"0"} or blob in self.present) for blob in b)
+            for b in wanted
+        ]
+
+
+def _try_three_way(
+    index: ScratchIndex, diff: bytes, before: dict[str, bytes]
+) -> tuple[bool, Refusal | None]:
+    """Merge DIFF in 3-way; it stays in the index only when it writes nothing upstream has
+    (`merge_guard`). BEFORE: the index's content of the diff's files before the merge."""
     saved = index.save()  # a copy of the index file: no write-tree to come back to
     proc = index.apply(diff, "--3way")
     if proc.returncode == 0:
-        result.outcome = oc.MERGED_3WAY
-        result.merged_files = files
-        return True
+        sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
+        refusal = judge_merge(sections, before, index.read_files([p for p, _ in sections]))
+        if refusal is None:
+            return True, None
+        index.restore(saved)
+        return False, refusal
     index.restore(saved)  # drop the conflict stages the failed merge left
-    return False
+    return False, None
 
 
 HasIt = str | Callable[[], str]
@@ -341,11 +408,14 @@ def classify_one(
     patch_file: PatchFile,
     result: PatchResult,
     has_it_outcome: HasIt,
+    blobs: BlobCheck | None = None,
+    merge_has_it: HasIt | None = None,
 ) -> None:
     """Try one patch on the scratch index; leave the index holding its result if it applies.
 
     HAS_IT_OUTCOME is the outcome when the patch's changes are already there (or a function
-    that decides it, asked only then: it may cost git calls)."""
+    that decides it, asked only then: it may cost git calls). BLOBS, MERGE_HAS_IT: see
+    `judge_failed`."""
     check = index.apply(patch_file.diff)  # atomic: applied in full, or the index is unchanged
     if check.returncode == 0:
         result.offsets = parse_offsets(check.stderr)
@@ -355,7 +425,10 @@ def classify_one(
         result.outcome = oc.INVALID
         result.detail = f"git cannot read the diff: {_lines(check.stderr)[-1]}"
         return
-    judge_failed(index, patch_file, result, has_it_outcome, check.stderr)
+    judge_failed(
+        index, patch_file, result, has_it_outcome, check.stderr, blobs=blobs,
+        merge_has_it=merge_has_it,
+    )  # fmt: skip
 
 
 def judge_failed(
@@ -367,13 +440,18 @@ def judge_failed(
     reverse_applies: bool | None = None,
     merged: bool | None = None,
     contents: dict[str, bytes] | None = None,
+    refused: Refusal | None = None,
+    blobs: BlobCheck | None = None,
+    merge_has_it: HasIt | None = None,
 ) -> None:
     """A patch whose forward apply failed (git said FORWARD, not a fatal error): already
     there (reverse applies), merged in 3-way, or a conflict with its failing hunks.
 
     What a caller found out for several patches at once it passes in: REVERSE_APPLIES,
     MERGED (the 3-way merge is in the index already when True), CONTENTS (the index's
-    content of the failed files)."""
+    content of the failed files), REFUSED (why a clean 3-way merge was dropped). BLOBS
+    skips a 3-way attempt that cannot merge (no preimage blob). MERGE_HAS_IT: the outcome
+    when a clean merge would write the change a second time (default: HAS_IT_OUTCOME)."""
     diff = patch_file.diff
     if reverse_applies is None:
         reverse_applies = index.apply(diff, "--check", "--reverse").returncode == 0
@@ -382,15 +460,27 @@ def judge_failed(
         return
     files = failed_files(forward)
     if merged is None:
-        merged = _try_three_way(index, result, diff, files)
+        merged = False
+        if blobs is None or blobs.can_merge(diff, files):
+            paths = [path for path, _, _ in split_hunks(diff)]
+            if contents is None or any(path not in contents for path in paths):
+                contents = {**(contents or {}), **index.read_files(paths)}
+            merged, refused = _try_three_way(index, diff, contents)
     if merged:
         result.outcome = oc.MERGED_3WAY
         result.merged_files = files
         return
+    if refused is not None and refused.has_it:
+        ask = merge_has_it or has_it_outcome
+        outcome = ask if isinstance(ask, str) else ask()
+        if outcome == oc.UPSTREAM_HAS_IT:  # else the work tree has it, but not from upstream
+            result.outcome, result.detail = outcome, refused.detail
+            return
+        refused = Refusal(False, f"{refused.detail}, but HEAD's commit does not show it")
     result.outcome = oc.CONFLICT
     result.conflicts = conflicting_hunks(index, diff, files, forward, contents)
     names = ", ".join(files) or "the target"
-    result.detail = f"does not apply to {names}"
+    result.detail = refused.detail if refused else f"does not apply to {names}"
 
 
 # ---------------------------------------------------------------- reuse across refs
@@ -522,6 +612,7 @@ def classify(
         frozenset(was_in_place) | recorded.keys(),
         repo,
         patch_set.root,
+        upstream_ref,
     )
     scratch = Scratch()
     try:
@@ -550,6 +641,7 @@ class _Judging:
     was_in_place: frozenset[str]
     repo: Path  # for the commands a result names
     patches: Path
+    upstream_ref: str | None = None  # the commit whose content is upstream's (classify's)
 
     def upstream_has(self, variant: PatchFile) -> str | None:
         """Why upstream has VARIANT without trying it (its header, its conditions), or None."""
@@ -582,6 +674,7 @@ class _Run:
         self.trees = trees
         self.batch = batch
         self.batched: dict[str, tuple[str, ...]] = {}
+        self.blobs = BlobCheck(index)
 
     # -- the whole set
 
@@ -683,7 +776,7 @@ class _Run:
         """Whether PATCH may go into a batch: it is simply tried (no record, not judged by
         its header or conditions), its diff can be concatenated, and, when a writer needs
         each patch's diff, no other patch touches its files."""
-        if not self.batch or patch.name in self.judging.recorded:
+        if not self.batch or patch.name in self.judging.recorded or not variant.diff:
             return False
         if self.judging.upstream_has(variant) is not None:
             return False
@@ -749,6 +842,21 @@ class _Run:
 
         return has_it
 
+    def _merge_has_it(self, variant: PatchFile) -> Callable[[], str]:
+        """The outcome when a clean 3-way merge of VARIANT would write its change a second
+        time. On the work tree the content must be upstream's: the files as the upstream
+        commit holds them (a reverse check of that commit fails, as it did here)."""
+        upstream = self.judging.upstream_ref
+
+        def has_it() -> str:
+            if self.judging.from_upstream is None:
+                return oc.UPSTREAM_HAS_IT
+            if upstream is not None and self.index.same_as(upstream, variant.files):
+                return oc.UPSTREAM_HAS_IT
+            return oc.ALREADY_APPLIED
+
+        return has_it
+
     def _judge_failed(self, items: list[_Item], blocks: dict[str, list[str]]) -> None:
         """ITEMS (no two share a file) failed in a batch; BLOCKS is what git said per file."""
         known: list[tuple[_Item, bytes]] = []
@@ -767,35 +875,51 @@ class _Run:
             reverse = self._reverse_checks([variant for (_, variant, _), _ in known])
         left = [i for i in range(len(known)) if reverse.get(i) is False]
         merged: dict[int, bool] = {}
-        if len(left) > 1:
-            merged = {left[k]: m for k, m in self._three_way([known[i] for i in left]).items()}
-        conflicting = [i for i in left if merged.get(i) is False]
+        refused: dict[int, Refusal] = {}
         contents: dict[str, bytes] | None = None
-        if len(conflicting) > 1:
+        if len(left) > 1:
+            pairs = [(known[i][0][1].diff, failed_files(known[i][1])) for i in left]
+            mergeable = self.blobs.mergeable(pairs)
+            merged = {i: False for i, can in zip(left, mergeable, strict=True) if not can}
+            tried = [i for i in left if i not in merged]
+            if len(tried) > 1:
+                found, refused_here, contents = self._three_way([known[i] for i in tried])
+                merged.update({tried[k]: m for k, m in found.items()})
+                refused = {tried[k]: why for k, why in refused_here.items()}
+        conflicting = [i for i in left if merged.get(i) is False]
+        if len(conflicting) > 1 or contents is not None:
             paths = [
                 path
                 for i in conflicting
                 for path in failed_files(known[i][1])
-                if path in known[i][0][1].files
+                if path in known[i][0][1].files and path not in (contents or {})
             ]
-            contents = self.index.read_files(paths)
+            contents = {**(contents or {}), **(self.index.read_files(paths) if paths else {})}
         for i, ((patch, variant, result), said) in enumerate(known):
             has_it = self._has_it(variant)
             judge_failed(
-                self.index, variant, result, has_it, said, reverse.get(i), merged.get(i), contents
-            )
+                self.index, variant, result, has_it, said, reverse.get(i), merged.get(i),
+                contents, refused.get(i), self.blobs, self._merge_has_it(variant),
+            )  # fmt: skip
             self._describe(patch, variant, result)
 
-    def _three_way(self, items: list[tuple[_Item, bytes]]) -> dict[int, bool]:
+    def _three_way(
+        self, items: list[tuple[_Item, bytes]]
+    ) -> tuple[dict[int, bool], dict[int, Refusal], dict[str, bytes] | None]:
         """Whether each of ITEMS (no two share a file; none applies, none is there already)
         merges in 3-way, from one `git apply --3way` of them all and one of those that
-        merged cleanly; the index then holds those merges. {} when that does not settle it
-        (the caller asks alone)."""
+        merged cleanly; the index then holds those merges. A clean merge that would write a
+        change upstream has is dropped (`merge_guard`): its refusal is returned. {} when that
+        does not settle it (the caller asks alone). Also the index's content of the items'
+        files before any merge, for the conflicts."""
+        paths = sorted({path for (_, v, _), _ in items for path in v.files})
+        before = self.index.read_files(paths)
         saved = self.index.save()
         diffs = [variant.diff for (_, variant, _), _ in items]
         proc = self.index.apply(b"".join(diffs), "--3way")
         if proc.returncode == 0:
-            return dict.fromkeys(range(len(items)), True)
+            merged, refused = self._guard(items, list(range(len(items))), before, saved)
+            return merged, refused, before
         said = _lines(proc.stderr)
         self.index.restore(saved)
         conflicted = {m[1] for line in said if (m := _CONFLICTED_RE.match(line))}
@@ -804,14 +928,42 @@ class _Run:
             or not conflicted
             or any(line.startswith(("error:", "fatal:")) for line in said)
         ):
-            return {}
+            return {}, {}, before
         clean = [
             i for i, ((_, v, _), _) in enumerate(items) if not conflicted.intersection(v.files)
         ]
         if clean and self.index.apply(b"".join(diffs[i] for i in clean), "--3way").returncode:
             self.index.restore(saved)
-            return {}
-        return {i: i in clean for i in range(len(items))}
+            return {}, {}, before
+        merged, refused = self._guard(items, clean, before, saved)
+        return {i: merged.get(i, False) for i in range(len(items))}, refused, before
+
+    def _guard(
+        self,
+        items: list[tuple[_Item, bytes]],
+        merged: list[int],
+        before: dict[str, bytes],
+        saved: tuple[bytes | None, str | None],
+    ) -> tuple[dict[int, bool], dict[int, Refusal]]:
+        """The merges of MERGED (in the index now) that may stand; the index then holds only
+        those (from SAVED, the index before any of them)."""
+        sections = {
+            i: [(path, hunks) for path, _, hunks in split_hunks(items[i][0][1].diff)]
+            for i in merged
+        }
+        after = self.index.read_files(sorted({p for found in sections.values() for p, _ in found}))
+        refused = {
+            i: why for i in merged if (why := judge_merge(sections[i], before, after)) is not None
+        }
+        if refused:
+            self.index.restore(saved)
+            kept = [i for i in merged if i not in refused]
+            if kept:
+                again = self.index.apply(b"".join(items[i][0][1].diff for i in kept), "--3way")
+                if again.returncode != 0:  # not settled: each is asked alone
+                    self.index.restore(saved)
+                    return {}, {}
+        return {i: i not in refused for i in merged}, refused
 
     def _reverse_checks(self, variants: list[PatchFile]) -> dict[int, bool]:
         """Whether each of VARIANTS (no two share a file) would reverse-apply, as far as two
@@ -837,11 +989,12 @@ class _Run:
 
     def _try(self, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
         """Try VARIANT alone on the index (forward, reverse, 3-way), as one by one does."""
-        classify_one(self.index, variant, result, self._has_it(variant))
+        has_it, merge_has_it = self._has_it(variant), self._merge_has_it(variant)
+        classify_one(self.index, variant, result, has_it, self.blobs, merge_has_it)
         self._describe(patch, variant, result)
 
     def _describe(self, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
-        if result.outcome == oc.UPSTREAM_HAS_IT:
+        if result.outcome == oc.UPSTREAM_HAS_IT and not result.detail:
             result.detail = "its changes are already upstream: the patch can be retired"
         elif result.outcome == oc.ALREADY_APPLIED:
             result.detail = "present in the work tree but not recorded by patchkeeper"
@@ -869,7 +1022,13 @@ class _Run:
         if record is not None:
             index.apply(record.diff, "--reverse")  # stale: take out what was written before
             result.notes.append("patch file changed since it was applied: re-applying")
-        if (why := judging.upstream_has(variant)) is not None:
+        if variant.invalid is not None:  # unreadable or unsafe: never given to git
+            result.outcome = oc.INVALID
+            result.detail = variant.invalid
+        elif variant.empty:  # quilt applies it as empty: nothing to write, nothing missing
+            result.outcome = oc.ALREADY_APPLIED
+            result.detail = EMPTY_PATCH
+        elif (why := judging.upstream_has(variant)) is not None:
             result.outcome = oc.UPSTREAM_HAS_IT
             result.detail = why
         else:
@@ -976,6 +1135,13 @@ def _live_record(
     return record
 
 
+_ON_ITS_OWN = {
+    oc.APPLIED: "applies",
+    oc.APPLIED_OFFSET: "applies at an offset",
+    oc.MERGED_3WAY: "merges in 3-way",
+}
+
+
 def _hold_back_dependents(
     patch_set: PatchSet,
     selected: dict[str, PatchFile | None],
@@ -983,9 +1149,14 @@ def _hold_back_dependents(
 ) -> bool:
     """A patch sharing a file with an earlier failed one is not written either (its outcome
     becomes `conflict`). Returns whether any was held back: the caller then rebuilds the
-    scratch index without them."""
+    scratch index without them.
+
+    A failed patch leaves the index as it was, so a held-back patch was tried without it:
+    where no earlier patch wrote its files, its outcome is how it fares on its own, and the
+    detail says so (a person then knows that only the dependency keeps it out)."""
     failed_files: dict[str, str] = {}
-    held = False
+    written_by: dict[str, set[str]] = {}  # file -> earlier patches that wrote it
+    held: set[str] = set()
     for patch, result in zip(patch_set.patches, results, strict=True):
         files = set(selected[patch.name].files) if selected[patch.name] else set()
         if result.outcome in oc.FAILED:
@@ -994,12 +1165,24 @@ def _hold_back_dependents(
         shared = sorted(files & failed_files.keys())
         if shared and result.outcome in oc.WRITES:
             blocker = failed_files[shared[0]]
+            before = set().union(*(written_by.get(path, set()) for path in files))
+            how = _ON_ITS_OWN[result.outcome]
+            if not before:
+                alone = f"; {how} on its own"
+            elif before & held:
+                alone = ""  # tried on top of another held-back patch: nothing to say
+            else:
+                alone = f"; {how} without it, on the patches before it"
             result.outcome = oc.CONFLICT
-            result.detail = f"held back: shares {shared[0]} with {blocker}, which did not apply"
+            why = "is held back too" if blocker in held else "failed"
+            result.detail = f"held back: shares {shared[0]} with {blocker}, which {why}{alone}"
             result.trees = None
             failed_files.update(dict.fromkeys(files, patch.name))
-            held = True
-    return held
+            held.add(patch.name)
+        if result.outcome in oc.WRITES or patch.name in held:
+            for path in files:
+                written_by.setdefault(path, set()).add(patch.name)
+    return bool(held)
 
 
 def present_in_ref(repo: Path, ref: str, variant: PatchFile) -> bool:

@@ -1,5 +1,10 @@
 """The error type whose message is what the user reads (after pre-commit's FatalError)."""
 
+from __future__ import annotations
+
+import errno
+import os
+
 from patchkeeper import exitcodes
 
 # Characters that would break "one line" or talk to the terminal: C0 and C1 controls, DEL,
@@ -53,3 +58,42 @@ class BusyError(PatchkeeperError):
     """Another patchkeeper holds the install (exit 6)."""
 
     exit_code = exitcodes.BUSY
+
+
+# What the machine, not the user's input nor a bug, refuses: disk full, quota, a read-only
+# file system, permission, an I/O error.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EIO})
+ENVIRONMENT_WORDS = tuple(os.strerror(number) for number in sorted(ENVIRONMENT_ERRNOS))
+
+
+class EnvironmentProblem(PatchkeeperError):
+    """The machine refused a write or a read (exit 7); UNDONE: nothing was left half-written."""
+
+    exit_code = exitcodes.ENVIRONMENT
+
+    def __init__(self, message: str, *, undone: bool = True) -> None:
+        super().__init__(message)
+        self.undone = undone
+
+
+def environment_problem(
+    exc: OSError, path: os.PathLike | str, *, undone: bool
+) -> EnvironmentProblem:
+    """EXC on PATH as the one line the user reads; UNDONE says whether what was written
+    before it was put back (else `patchkeeper recover` finishes the job)."""
+    cause = exc.strerror or str(exc)
+    after = (
+        "what was being written was left as it was"
+        if undone
+        else "run `patchkeeper recover` once that is fixed"
+    )
+    return EnvironmentProblem(f"{path}: {cause}; {after}", undone=undone)
+
+
+def is_environment_error(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in ENVIRONMENT_ERRNOS
+
+
+def names_environment_cause(text: str) -> bool:
+    """Whether a message (git's stderr) names one of the machine's refusals."""
+    return any(word in text for word in ENVIRONMENT_WORDS)

@@ -12,7 +12,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from patchkeeper.errors import PatchkeeperError
+from patchkeeper import exitcodes
+from patchkeeper.errors import PatchkeeperError, names_environment_cause
 
 # Keep git's messages stable for parsing and its prompts away from unattended runs.
 _BASE_ENV = {"LC_ALL": "C", "LANG": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
@@ -57,7 +58,9 @@ def run(
     if check and proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         reason = detail[-1] if detail else f"exit {proc.returncode}"
-        raise GitError(f"git {' '.join(args[:3])} failed: {reason}")
+        # Disk full, read-only, permission: the machine's refusal, not a bug (exit 7).
+        code = exitcodes.ENVIRONMENT if names_environment_cause(reason) else None
+        raise GitError(f"git {' '.join(args[:3])} failed: {reason}", code)
     return proc
 
 

@@ -91,7 +91,8 @@ def install_version(install: Install, settings: Settings) -> VersionInfo:
     ones before it gave none."""
     reasons: list[str] = []
     if settings.version_command:
-        info = version_from_command(install.path, settings.version_command)
+        scheme = settings.version_scheme
+        info = version_from_command(install.path, settings.version_command, scheme=scheme)
         if info.version is not None:
             return info
         reasons.append(info.text)
@@ -100,4 +101,4 @@ def install_version(install: Install, settings: Settings) -> VersionInfo:
         if info.version is not None:
             return info
         reasons.append(info.text)
-    return fallen_back(describe_version(install.path, "HEAD"), reasons)
+    return fallen_back(describe_version(install.path, "HEAD", settings.version_scheme), reasons)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkeeper.errors import PatchkeeperError
+from patchkeeper.files import atomic_write
 
 JOURNAL_FILE = "journal.json"
 RUNS_DIR = "updates"
@@ -84,18 +85,9 @@ def new_run_id() -> str:
     return f"{stamp}-{os.getpid()}"
 
 
-def _write_atomic(path: Path, data: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def save(state_dir: Path, journal: Journal) -> None:
-    _write_atomic(state_dir / JOURNAL_FILE, json.dumps(asdict(journal), indent=2) + "\n")
+def save(state_dir: Path, journal: Journal, *, then_sync_folder: bool = True) -> None:
+    data = json.dumps(asdict(journal), indent=2) + "\n"
+    atomic_write(state_dir / JOURNAL_FILE, data.encode(), then_sync_folder=then_sync_folder)
 
 
 def load(state_dir: Path) -> Journal | None:
@@ -128,10 +120,15 @@ def last_finished(state_dir: Path) -> Journal | None:
         return None
 
 
+# From here on `recover` runs phases 5-10 again whichever of them the journal names, so a
+# power cut that loses the rename of a later phase's record changes nothing: no folder sync.
+RERUN_FROM = PHASES.index("leftovers") + 2
+
+
 def begin_phase(state_dir: Path, journal: Journal, number: int) -> None:
     """Record that phase NUMBER starts (before it touches anything)."""
     journal.phase = number
-    save(state_dir, journal)
+    save(state_dir, journal, then_sync_folder=number < RERUN_FROM)
     checkpoint(str(number))
 
 

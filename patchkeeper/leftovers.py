@@ -12,13 +12,15 @@ content was made on, so one classifier and one restorer serve them all:
 - restore: a 3-way merge with `git merge-tree --write-tree` of the current work tree (as a
   commit on the leftover's base) and the leftover (tracked plus untracked files, as a commit on
   the same base), so the base of the merge is exactly the leftover's base, with no checkout.
-  Clean paths are written in one `git apply`; conflicting paths are listed and left alone.
+  Clean paths are written by the work tree writer (each file old or new, whatever kills us);
+  conflicting paths are listed and left alone.
 - drop: a backup ref under `refs/patchkeeper/dropped/` first, then the entry goes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -37,6 +39,7 @@ from patchkeeper.patchset import PatchSet
 from patchkeeper.receipts import install_receipts
 from patchkeeper.reflog import ReflogEntry, read_reflog
 from patchkeeper.scratch import scratch_index
+from patchkeeper.worktree_writer import INTERRUPTED_PREFIX, write_trees
 
 HERMES_AUTOSTASH = "hermes-update-autostash-"
 KNOWN_STASHES = "stashes.json"  # under the state dir: stash entries an update reported
@@ -53,7 +56,8 @@ AUTOSTASH_FILE = "autostash-file"
 SET_ASIDE = "set-aside"
 # An update's refs that hold content for a person: edits that could not be merged back, and
 # files that changed while the upstream command ran and were set aside by a rollback.
-SET_ASIDE_REFS = ("/edits", "/found")
+# The `before` snapshot too, when a run kept it (files changed since were left as they were).
+SET_ASIDE_REFS = ("/edits", "/found", "/before")
 UNMERGED = "unmerged"
 
 _TOOL_ID = {
@@ -73,8 +77,9 @@ def commit_tree(repo: Path, tree: str, parent: str | None, message: str) -> str:
     return git.out(args, repo, env=_TOOL_ID)
 
 
-def worktree_tree(install: Install) -> str:
-    """The work tree as a tree object: tracked and untracked files, never ignored ones.
+def worktree_tree(install: Install, also: Iterable[str] = ()) -> str:
+    """The work tree as a tree object: tracked and untracked files, never ignored ones, except
+    the paths in ALSO (what patchkeeper wrote: a patch may create a file the install ignores).
 
     A copy of the install's own index gives `git add -A` valid stat data, so only changed
     files are hashed; the install's index itself is never written.
@@ -94,6 +99,13 @@ def worktree_tree(install: Install) -> str:
         elif git.rev_parse(install.path, "HEAD"):
             git.run(["read-tree", "HEAD"], install.path, env=env)
         git.run(["add", "-A", "--", "."], install.path, env=env)
+        if present := sorted({path for path in also if os.path.lexists(install.path / path)}):
+            git.run(
+                ["add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                install.path,
+                env={**env, "GIT_LITERAL_PATHSPECS": "1"},
+                stdin="\0".join(present).encode(errors="surrogateescape"),
+            )
         return git.out(["write-tree"], install.path, env=env)
 
 
@@ -142,8 +154,15 @@ def merge_preview(repo: Path, base: str, ours_tree: str, theirs_tree: str) -> Me
     return MergePreview(ours_tree, fields[0].strip(), conflicts)
 
 
-def write_merge(install: Install, preview: MergePreview, *, markers: bool = False) -> list[str]:
-    """Write the merged content of every non-conflicting path, in one `git apply`.
+def write_merge(
+    install: Install,
+    preview: MergePreview,
+    *,
+    markers: bool = False,
+    command: str = "leftovers restore",
+) -> list[str]:
+    """Write the merged content of every non-conflicting path (worktree_writer.py: each file
+    old or new, whatever kills us); COMMAND is what its journal says was writing.
 
     With MARKERS, conflicting paths are written too, holding git's conflict markers for a
     person to resolve. The work tree holds PREVIEW.ours for these paths (that is how it was
@@ -155,20 +174,7 @@ def write_merge(install: Install, preview: MergePreview, *, markers: bool = Fals
         if markers or p not in preview.conflicts
     ]
     if paths:
-        diff = git.run(
-            [
-                "diff",
-                "--binary",
-                "--full-index",
-                "--no-renames",
-                preview.ours,
-                preview.result,
-                "--",
-                *paths,
-            ],
-            install.path,
-        ).stdout
-        git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
+        write_trees(install.path, install.state_dir, command, preview.ours, preview.result, paths)
     return paths
 
 
@@ -344,11 +350,14 @@ def _unmerged_leftover(install: Install) -> list[Leftover]:
 
 
 def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
+    """Refs of finished updates that hold content for a person, and the old content of files
+    an interrupted tree write found changed since (worktree_writer.py)."""
     raw = git.out(
         [
             "for-each-ref",
             "--format=%(refname)%00%(objectname)%00%(creatordate:unix)",
             f"{jr.REF_PREFIX}/",
+            f"{INTERRUPTED_PREFIX}/",
         ],
         repo,
     )
@@ -356,7 +365,8 @@ def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
     for line in raw.splitlines():
         ref, sha, stamp = line.split("\0")
         run_id = ref.removeprefix(f"{jr.REF_PREFIX}/").rsplit("/", 1)[0]
-        if not ref.endswith(SET_ASIDE_REFS) or run_id == exclude_run:
+        ours = ref.startswith(INTERRUPTED_PREFIX) or ref.endswith(SET_ASIDE_REFS)
+        if not ours or run_id == exclude_run:
             continue
         leftover = _content_leftover(
             repo, kind=SET_ASIDE, label=ref, rev=sha, created=float(stamp), untracked=False

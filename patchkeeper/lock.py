@@ -47,8 +47,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from patchkeeper.errors import BusyError
+from patchkeeper.errors import BusyError, environment_problem, is_environment_error
+
+if TYPE_CHECKING:
+    from patchkeeper.worktree_writer import Settled
 
 LOCK_NAME = "lock"
 _POLL_SECONDS = 0.1
@@ -165,6 +169,7 @@ class InstallLock:
         self.path = state_dir / LOCK_NAME
         self.command = command
         self.taken_over: Owner | None = None
+        self.settled: Settled | None = None  # an interrupted tree write undone on taking it
         self._pid = os.getpid()
         self._start_time = process_start_time(self._pid) or ""
         self._since = time.time()
@@ -189,8 +194,13 @@ class InstallLock:
         """
         assert self._fd is not None
         data = self._payload(phase)
-        os.pwrite(self._fd, data, 0)
-        os.ftruncate(self._fd, len(data))
+        try:
+            os.pwrite(self._fd, data, 0)
+            os.ftruncate(self._fd, len(data))
+        except OSError as exc:  # disk full, read-only: the user's to fix, named (exit 7)
+            if is_environment_error(exc):
+                raise environment_problem(exc, self.path, undone=True) from None
+            raise
 
     def _busy(self, problem: str, owner: Owner | None) -> BusyError:
         install = self.path.parent.parent.parent

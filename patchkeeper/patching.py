@@ -1,14 +1,16 @@
 """Apply and unapply the patch set on the install's work tree: classify, write once, record.
 
-The work tree is written with ONE `git apply` of the combined diff (scratch tree before ->
-scratch tree after), which is atomic over all files; the install's own index is never touched.
+The work tree is written once, from the scratch tree before to the scratch tree after, by
+the work tree writer (worktree_writer.py: each file old or new whatever kills us, journaled);
+the install's own index is never touched.
 What each patch changed is kept in the state so `unapply` reverses exactly that.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,14 +18,15 @@ from patchkeeper import git
 from patchkeeper import outcomes as oc
 from patchkeeper.config import Settings
 from patchkeeper.engine import Classification, Recorded, classify, present_in_ref, split_hunks
-from patchkeeper.errors import UserError
+from patchkeeper.errors import EnvironmentProblem, UserError
 from patchkeeper.install import Install, install_version
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import PatchFile, PatchSet
 from patchkeeper.remembered import foreign_problem, remember
-from patchkeeper.scratch import ScratchIndex, scratch_index, tree_diff
+from patchkeeper.scratch import ScratchIndex, scratch_index
 from patchkeeper.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.version import VersionInfo
+from patchkeeper.worktree_writer import symlinked_folder, write_trees
 
 
 @dataclass
@@ -40,7 +43,9 @@ class TreeReport:
 
 
 def check_symlinks(install: Install, patch_set: PatchSet) -> None:
-    """Refuse a patch whose target path goes through a symlink that leaves the install."""
+    """Refuse a patch whose target path goes through a symlink: one that leaves the install,
+    or a symlinked folder inside it (git writes nothing beyond a symbolic link, and a write
+    through it would change another path of the tree)."""
     root = install.path.resolve()
     for patch in patch_set.patches:
         for variant in patch.variants:
@@ -50,6 +55,12 @@ def check_symlinks(install: Install, patch_set: PatchSet) -> None:
                     raise UserError(
                         f"{variant.path}: {path!r} reaches outside the install through a "
                         f"symlink (to {resolved})"
+                    )
+                if (link := symlinked_folder(install.path, path)) is not None:
+                    target = resolved.relative_to(root)
+                    raise UserError(
+                        f"{variant.path}: {path!r} goes through the symbolic link {link!r} "
+                        f"in the install; name the file where it is: {str(target)!r}"
                     )
 
 
@@ -122,11 +133,23 @@ def head_is_upstream(repo: Path) -> bool:
     return bool(containing)
 
 
-def _write(install: Install, diff: bytes) -> None:
-    """Put DIFF into the work tree in one step (no index), or fail having written nothing."""
-    if not diff:
-        return
-    git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
+def _write(install: Install, command: str, index: ScratchIndex, old: str, new: str) -> None:
+    """Turn the work tree from scratch tree OLD into NEW, each file old or new (no index)."""
+    write_trees(install.path, install.state_dir, command, old, new, env=index.env)
+
+
+@contextmanager
+def _undone_on_failure(
+    install: Install, command: str, index: ScratchIndex | None, old: str | None, new: str | None
+) -> Iterator[None]:
+    """The record of a write that cannot be saved (disk full): the tree goes back to OLD, so
+    the tree and the record never disagree."""
+    try:
+        yield
+    except EnvironmentProblem:
+        if index is not None and old and new and old != new:
+            _write(install, f"{command} (undo)", index, new, old)
+        raise
 
 
 def _now() -> str:
@@ -146,7 +169,9 @@ def apply_patches(
         install, settings, patch_set, was_in_place=was_in_place
     )
     head = install.head() or ""
-    _write(install, classification.combined_diff())
+    start, final, index = classification.start_tree, classification.final_tree, classification.index
+    if start and final and index is not None and start != final:
+        _write(install, "apply", index, start, final)
     new_diffs: dict[str, bytes] = {}
     recorded_before = dict(records)
     for result in classification.results:
@@ -160,6 +185,8 @@ def apply_patches(
         if result.outcome in oc.WRITES and selected and written is not None:
             new_diffs[result.name] = written
         elif result.outcome == oc.ALREADY_APPLIED and not result.recorded and selected:
+            if not selected.diff:
+                continue  # an empty patch: nothing to record or to take out later
             new_diffs[result.name] = selected.diff  # adopt: present but never recorded
         else:
             continue
@@ -172,7 +199,8 @@ def apply_patches(
             applied_at=_now(),
         )
     if new_diffs or records.keys() != recorded_before.keys():
-        save_applied(install.state_dir, records, new_diffs)
+        with _undone_on_failure(install, "apply", index, start, final):
+            save_applied(install.state_dir, records, new_diffs)
         remember(install.state_dir, patch_set)  # the set these fixes come from (remembered.py)
     return TreeReport(install, head, version, classification.results, written=True)
 
@@ -229,7 +257,9 @@ def unapply_patches(
                         recorded=True,
                     )
                 )
-        _write(install, tree_diff(install.path, start, index.write_tree()))
-    save_applied(install.state_dir, records, {})
+        final = index.write_tree()
+        _write(install, "unapply", index, start, final)
+        with _undone_on_failure(install, "unapply", index, start, final):
+            save_applied(install.state_dir, records, {})
     version = install_version(install, settings)
     return TreeReport(install, install.head(), version, list(reversed(results)), written=True)

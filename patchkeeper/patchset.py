@@ -13,15 +13,17 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from patchkeeper.headers import HUNK_RE, Header, looks_like_diff, parse_header
 from patchkeeper.problems import Problem, raise_first
 from patchkeeper.variant_overlap import VariantChoice, overlap_problems
+from patchkeeper.version import PEP440, VersionScheme
 
 SERIES_NAME = "series"
 PATCH_SUFFIXES = (".patch", ".diff")
@@ -35,18 +37,6 @@ SYMLINK_MODE = "120000"
 _NAME_MAX, _PATH_MAX = 255, 4000  # what file systems take: longer is not a path to write
 _LINK_MAX = 4096  # a symlink's target, with its terminating NUL (PATH_MAX)
 
-DEP3_FIELDS = {
-    "description", "subject", "origin", "bug", "forwarded", "author", "from", "reviewed-by",
-    "acked-by", "last-update", "applied-upstream",
-}  # fmt: skip
-OUR_FIELDS = {"applies-to", "upstream-fixed-in", "upstream-has", "base", "smoke"}
-MAIL_FIELDS = {
-    "from", "date", "subject", "mime-version", "content-type", "content-transfer-encoding",
-    "message-id", "in-reply-to", "references",
-}  # fmt: skip
-_FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]?(.*)$")
-_MBOX_RE = re.compile(r"^From [0-9a-f]{40} ")
-_SUBJECT_TAG_RE = re.compile(r"^\[[^]]*PATCH[^]]*\]\s*")
 _DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 _SCOPE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -107,6 +97,10 @@ class PatchFile:
     smoke: tuple[str, ...]
     sha256: str
     upstream_has: tuple[ContentCondition, ...] = ()  # all must hold upstream: it has the fix
+    header: Header = field(default_factory=Header.none)  # every field, as written; free text
+    warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
+    empty: bool = False  # no diff at all: applied as empty, as quilt does
+    invalid: str | None = None  # why it cannot be read or is unsafe: `invalid`, never tried
 
     @property
     def description(self) -> str:
@@ -127,7 +121,12 @@ class Patch:
 
     def select(self, version: Version | None) -> PatchFile | None:
         """The variant for VERSION: the first with no Applies-To or one that contains it;
-        None when there is none. An unknown version only matches an unversioned variant."""
+        None when there is none. An unknown version only matches an unversioned variant.
+        A variant that cannot be read is chosen first: its range is unknown, so it may be
+        the one for VERSION, and the patch is `invalid` rather than quietly another variant.
+        """
+        if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
+            return unread
         return self._choice(version)
 
     @cached_property
@@ -139,9 +138,15 @@ class Patch:
 class PatchSet:
     root: Path
     patches: tuple[Patch, ...]
+    scheme: VersionScheme = PEP440  # `[install] version_scheme`: how Applies-To was read
 
     def by_name(self, name: str) -> Patch | None:
         return next((p for p in self.patches if p.name == name), None)
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """Header problems that leave every diff readable: shown, never a refusal."""
+        return [w for patch in self.patches for v in patch.variants for w in v.warnings]
 
 
 def spec_contains(spec: SpecifierSet | None, version: Version | None) -> bool:
@@ -331,66 +336,6 @@ def unsafe_file(path: str) -> str | None:
     return "absolute path" if path.startswith("/") else unsafe_path(path)
 
 
-_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-
-
-def _diff_starts(lines: list[str], index: int) -> bool:
-    """Whether a diff starts at LINES[INDEX]: a git diff (`diff --git`), or a plain one as
-    quilt and `diff -u` write it (`--- OLD`, `+++ NEW`, then a hunk)."""
-    line = lines[index]
-    if line.startswith("diff --git "):
-        return True
-    return (
-        line.startswith("--- ")
-        and index + 2 < len(lines)
-        and lines[index + 1].startswith("+++ ")
-        and _HUNK_RE.match(lines[index + 2]) is not None
-    )
-
-
-def _split_header(path: Path, lines: list[str]) -> tuple[dict[str, str], int, list[Problem]]:
-    """Parse the header; return fields, index of the first diff line, problems."""
-    problems: list[Problem] = []
-    fields: dict[str, str] = {}
-    allowed = DEP3_FIELDS | OUR_FIELDS
-    mail = bool(lines) and _MBOX_RE.match(lines[0]) is not None
-    if mail:
-        allowed |= MAIL_FIELDS
-    index = 1 if mail else 0
-    last: str | None = None
-    in_header = True
-    while index < len(lines):
-        line = lines[index]
-        if _diff_starts(lines, index) or (line == "---" and not mail):
-            break
-        if mail and line == "---":
-            break
-        if in_header and line[:1] in (" ", "\t") and last is not None and line.strip():
-            fields[last] += "\n" + line.strip()
-        elif in_header and line.strip() == "":
-            in_header = mail  # DEP-3: free text follows; mail: body (may hold trailers)
-            last = None
-        elif match := _FIELD_RE.match(line):
-            key, value = match.group(1).lower(), match.group(2).strip()
-            if key not in allowed and not key.startswith(("x-", "bug-")):
-                if in_header and not mail:
-                    problems.append(Problem(path, index + 1, f"unknown header {match.group(1)!r}"))
-            elif key in fields:
-                problems.append(Problem(path, index + 1, f"duplicate header {match.group(1)!r}"))
-            else:
-                fields[key] = value
-                last = key
-        elif in_header and not mail:
-            problems.append(Problem(path, index + 1, f"not a 'Field: value' header line: {line!r}"))
-            last = None
-        index += 1
-    while index < len(lines) and not _diff_starts(lines, index):
-        index += 1  # a `---` separator, an optional diffstat, quilt's `Index:` lines
-    if "subject" in fields and mail:
-        fields["subject"] = _SUBJECT_TAG_RE.sub("", fields["subject"])
-    return fields, index, problems
-
-
 _SIGNATURE_RE = re.compile(rb"(?<=\n)-- \r?\n[^\n]*\r?\n(?:\r?\n)*\Z")
 
 
@@ -504,6 +449,20 @@ def _specifier(
     if not str(spec):
         return None, Problem(path, line, f"empty specifier set in {key}")
     return spec, None
+
+
+def _in_pep440(
+    path: Path, fields: dict[str, str], lines: list[str], scheme: VersionScheme
+) -> tuple[dict[str, str], list[Problem]]:
+    """FIELDS with the version ranges, written in SCHEME, as PEP 440 specifiers."""
+    converted, problems = dict(fields), []
+    for key in ("applies-to", "upstream-fixed-in"):
+        if key in fields:
+            converted[key], why = scheme.specifiers(fields[key])
+            if why is not None:
+                converted.pop(key)
+                problems.append(Problem(path, _field_line(lines, key), f"{key.title()}: {why}"))
+    return converted, problems
 
 
 def _uncomparable(spec_set: SpecifierSet) -> str | None:
@@ -650,7 +609,7 @@ def _plain_to_git(
                 new_left -= 1
             else:
                 old_left, new_left = old_left - 1, new_left - 1
-        elif (match := _HUNK_RE.match(text)) is not None:
+        elif (match := HUNK_RE.match(text)) is not None:
             out.append(raw)
             numbers.append(number)
             old_left = int(match.group(2) if match.group(2) is not None else 1)
@@ -750,32 +709,12 @@ def link_leaves(link: str, target: str) -> str | None:
     return None
 
 
-def parse_patch_file(
-    path: Path, *, outside_links: bool = False
-) -> tuple[PatchFile | None, list[Problem]]:
-    """One patch file. OUTSIDE_LINKS: the patch set allows symlinks that point out of the
-    install (`[patches] allow_outside_symlinks`); otherwise a patch that writes one is refused."""
-    data, unreadable = read_user_file(path, MAX_PATCH_BYTES)
-    if unreadable:
-        return None, [Problem(path, 1, unreadable)]
-    text, problem = _decode(path, data)
-    if problem:
-        return None, [problem]
-    # Split on "\n" only: a diff's bytes (CRLF lines, form feeds) must survive as written.
-    raw_lines = text.split("\n")
-    lines = [line.removesuffix("\r") for line in raw_lines]
-    fields, diff_start, problems = _split_header(path, lines)
-    if not (fields.get("description") or fields.get("subject")):
-        problems.append(Problem(path, 1, "header needs a Description (or Subject)"))
-    if diff_start >= len(lines):
-        problems.append(
-            Problem(
-                path,
-                len(lines) or 1,
-                "no diff found (a 'diff --git' section, or '--- a/FILE', '+++ b/FILE' and a hunk)",
-            )
-        )
-        return None, problems
+def _read_diff(
+    path: Path, data: bytes, raw_lines: list[str], diff_start: int, outside_links: bool
+) -> tuple[bytes | None, list[str], list[Problem]]:
+    """The diff of a patch file from line DIFF_START (as a git diff), the files it touches,
+    and its problems; no diff (None) when it cannot be read at all."""
+    problems: list[Problem] = []
     if (mangled := _crlf_mangled(raw_lines, diff_start)) is not None:
         problems.append(
             Problem(
@@ -786,7 +725,7 @@ def parse_patch_file(
                 "own lines keep their \\r)",
             )
         )
-        return None, problems
+        return None, [], problems
     offset = len("\n".join(raw_lines[:diff_start]).encode()) + (1 if diff_start else 0)
     diff = _without_signature(data[offset:])
     numbers: list[int] | None = None
@@ -805,8 +744,55 @@ def parse_patch_file(
     for line, link, content in _links(body):
         if (why := _link_problem(link, content, outside_links)) is not None:
             problems.append(Problem(path, where(line), why))
-    applies_to, p1 = _specifier(path, fields, "applies-to", lines)
-    fixed_in, p2 = _specifier(path, fields, "upstream-fixed-in", lines)
+    return diff, files, problems
+
+
+def parse_patch_file(
+    path: Path, *, outside_links: bool = False, scheme: VersionScheme = PEP440
+) -> tuple[PatchFile | None, list[Problem]]:
+    """One patch file. OUTSIDE_LINKS: the patch set allows symlinks that point out of the
+    install (`[patches] allow_outside_symlinks`); otherwise a patch that writes one is refused.
+    SCHEME: how `Applies-To` and `Upstream-Fixed-In` write versions (`[install]
+    version_scheme`)."""
+    data, unreadable = read_user_file(path, MAX_PATCH_BYTES)
+    if unreadable:
+        return None, [Problem(path, 1, unreadable)]
+    text, problem = _decode(path, data)
+    if problem:
+        return None, [problem]
+    # Split on "\n" only: a diff's bytes (CRLF lines, form feeds) must survive as written.
+    raw_lines = text.split("\n")
+    lines = [line.removesuffix("\r") for line in raw_lines]
+    header = parse_header(path, lines)
+    fields, diff_start, problems = header.fields, header.diff_start, list(header.problems)
+    warnings = list(header.warnings)
+    if (header.fields or header.free_text) and not (
+        fields.get("description") or fields.get("subject")
+    ):
+        warnings.append(Problem(path, 1, "the header has no Description (or Subject)"))
+    empty = diff_start >= len(lines) and not looks_like_diff(lines)
+    if empty:
+        warnings.append(Problem(path, 1, "no diff: an empty patch, applied as empty"))
+        diff, files = b"", []
+    elif diff_start >= len(lines):
+        problems.append(
+            Problem(
+                path,
+                len(lines) or 1,
+                "no diff found (a 'diff --git' section, or '--- a/FILE', '+++ b/FILE' and a hunk)",
+            )
+        )
+        return None, problems
+    else:
+        read, files, diff_problems = _read_diff(path, data, raw_lines, diff_start, outside_links)
+        if read is None:
+            return None, problems + diff_problems
+        diff = read
+        problems += diff_problems
+    in_pep440, scheme_problems = _in_pep440(path, fields, lines, scheme)
+    problems += scheme_problems
+    applies_to, p1 = _specifier(path, in_pep440, "applies-to", lines)
+    fixed_in, p2 = _specifier(path, in_pep440, "upstream-fixed-in", lines)
     problems += [p for p in (p1, p2) if p]
     upstream_has, has_problems = _upstream_has(path, fields, lines)
     problems += has_problems
@@ -832,6 +818,9 @@ def parse_patch_file(
         smoke=smoke,
         sha256=hashlib.sha256(data).hexdigest(),
         upstream_has=upstream_has,
+        header=header,
+        warnings=tuple(warnings),
+        empty=empty,
     ), []
 
 
@@ -850,6 +839,18 @@ def _outside_links_allowed(root: Path) -> bool:
         return False
 
 
+def _version_scheme(root: Path) -> VersionScheme:
+    """`[install] version_scheme` of the set's patchkeeper.toml (PEP 440 when it does not load:
+    its own problem is reported where settings are read)."""
+    from patchkeeper.config import load_settings
+    from patchkeeper.errors import UserError
+
+    try:
+        return load_settings(root).version_scheme
+    except UserError:
+        return PEP440
+
+
 def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
     """Load everything that loads and list every problem (the basis of `lint`)."""
     root = root.resolve()
@@ -857,6 +858,7 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
     entries, problems = read_series(root)
     outside_links = _outside_links_allowed(root)
+    scheme = _version_scheme(root)
     listed: set[Path] = set()
     patches: list[Patch] = []
     for _, entry in entries:
@@ -867,12 +869,13 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         listed |= set(files)
         variants = []
         for file in files:
-            parsed, file_problems = parse_patch_file(file, outside_links=outside_links)
+            parsed, file_problems = parse_patch_file(
+                file, outside_links=outside_links, scheme=scheme
+            )
             problems += file_problems
-            if parsed:
-                variants.append(parsed)
-        problems += overlap_problems(variants)
-        if variants and len(variants) == len(files):
+            variants.append(parsed or _invalid(file, file_problems))
+        problems += overlap_problems([v for v in variants if v.invalid is None])
+        if variants:
             patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
     known = {_real(file) for file in listed}  # one file seen through symlinks is one file,
     strays = _patch_files_on_disk(root) - listed  # named by its own path where it has one
@@ -880,7 +883,16 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         if (real := _real(stray)) is None or real not in known:
             known.add(real)
             problems.append(Problem(stray, 1, "patch file is not listed in series"))
-    return PatchSet(root, tuple(patches)), problems
+    return PatchSet(root, tuple(patches), scheme), problems
+
+
+def _invalid(path: Path, problems: list[Problem]) -> PatchFile:
+    """A patch file that cannot be read, or is unsafe: it stays in the set, as `invalid`
+    (its first problem says why), so one bad file does not stop the others."""
+    return PatchFile(
+        path=path, fields={}, diff=b"", files=(), applies_to=None, upstream_fixed_in=None,
+        smoke=(), sha256="", invalid=str(problems[0]) if problems else "cannot be read",
+    )  # fmt: skip
 
 
 def dangling_smoke(patch_set: PatchSet) -> list[Problem]:
@@ -901,7 +913,10 @@ def dangling_smoke(patch_set: PatchSet) -> list[Problem]:
 
 
 def load_patch_set(root: Path) -> PatchSet:
-    """The patch set, or a one-line error (exit 2) naming the first problem."""
+    """The patch set, or a one-line error (exit 2) naming the first problem of the set as a
+    whole (series, variants, stray files). A patch file that cannot be read or is unsafe is
+    no such problem: it is `invalid` on its own (`lint` lists it)."""
     patch_set, problems = inspect_patch_set(root)
-    raise_first(problems)
+    invalid = {v.path for p in patch_set.patches for v in p.variants if v.invalid is not None}
+    raise_first([problem for problem in problems if problem.path not in invalid])
     return patch_set

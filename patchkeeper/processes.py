@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from patchkeeper.errors import PatchkeeperError
+from patchkeeper.files import atomic_write
+
 KILL_GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL
 PIPE_GRACE_SECONDS = 2.0  # a helper that escaped the group may hold a pipe: do not wait on it
 
@@ -156,4 +159,27 @@ def run_in_group(
         kill_group(proc.pid, signal.SIGKILL)
     for reader in readers:
         reader.join(PIPE_GRACE_SECONDS)
+    if log is not None:
+        cap_log(log)
     return Finished(exit_status, timed_out, time.monotonic() - started)
+
+
+LOG_KEEP_BYTES = 1 << 20  # what a log keeps of a chatty command: its last MiB
+
+
+def cap_log(path: Path, keep: int = LOG_KEEP_BYTES) -> None:
+    """Cut the log at PATH to its last KEEP bytes (from a line start), saying how much went:
+    the output of a chatty updater must not pile up run after run."""
+    try:
+        size = path.stat().st_size
+        if size <= keep:
+            return
+        with path.open("rb") as handle:
+            handle.seek(size - keep)
+            tail = handle.read()
+    except OSError:
+        return  # the log is a courtesy: never fail a run over it
+    tail = tail[tail.find(b"\n") + 1 :] if b"\n" in tail else tail
+    note = f"[patchkeeper: the first {size - len(tail)} bytes of this log were dropped]\n"
+    with contextlib.suppress(OSError, PatchkeeperError):  # disk full: the log stays whole
+        atomic_write(path, note.encode() + tail)

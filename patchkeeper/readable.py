@@ -18,7 +18,7 @@ from patchkeeper.scratch import GIT_CANNOT_READ, scratch_index
 
 
 def unreadable_by_git(patch_set: PatchSet) -> list[Problem]:
-    variants = [variant for patch in patch_set.patches for variant in patch.variants]
+    variants = [v for patch in patch_set.patches for v in patch.variants if v.diff]
     if not variants:
         return []
     problems = []

@@ -31,9 +31,10 @@ from patchkeeper.lock import InstallLock, process_start_time
 from patchkeeper.patching import TreeReport, worktree_status
 from patchkeeper.processes import group_alive
 from patchkeeper.rollback import STATE_BACKUP, roll_back_tree
-from patchkeeper.update import UpdateOptions, UpdateReport, UpdateRun
+from patchkeeper.update import UpdateOptions, UpdateReport, UpdateRun, retry_command
 from patchkeeper.verdict import tree_exit_code
 from patchkeeper.workspace import Workspace
+from patchkeeper.worktree_writer import Settled, settle
 
 NOTHING = "nothing"  # no unfinished update
 OLD = "old"  # the old version, with patches and edits as they were
@@ -48,14 +49,21 @@ class RecoverReport:
     update: UpdateReport | None = None  # the finished run (direction NEW)
     tree: TreeReport | None = None  # how the patches stand afterwards (direction OLD)
     kept: list[str] = field(default_factory=list)  # files only the `before` ref still holds
+    not_done: str = ""  # why the update asked for did not happen (direction OLD)
+    retry: str = ""  # the command that runs it again
+    settled: Settled | None = None  # an interrupted tree write, undone first
 
     def exit_code(self) -> int:
         if self.update is not None:
-            return self.update.exit_code()
-        codes = [exitcodes.ATTENTION] if self.kept else []
+            return exitcodes.worst(self.update.exit_code(), *self._settled_codes())
+        codes = [exitcodes.ATTENTION] if self.kept or self.not_done else []
+        codes += self._settled_codes()
         if self.tree is not None:
             codes.append(tree_exit_code(self.tree.results, pending_needs_attention=True))
         return exitcodes.worst(*codes)
+
+    def _settled_codes(self) -> list[int]:
+        return [exitcodes.ATTENTION] if self.settled and self.settled.kept else []
 
 
 def _leader_running(journal: jr.Journal, pgid: int) -> bool:
@@ -154,6 +162,17 @@ def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) 
     for what in doomed:
         git.run(["update-ref", "-d", journal.ref(what)], install.path, check=False)
     shutil.rmtree(journal.run_dir(install.state_dir) / STATE_BACKUP, ignore_errors=True)
+    # The update asked for never ran: said so, with its retry, here and by `status` after.
+    report.not_done = f"it was interrupted in phase {journal.phase_label}, before it ran"
+    report.retry = journal.extra.get("retry") or retry_command(workspace, UpdateOptions())
+    journal.extra.update(
+        not_done=report.not_done,
+        rolled_back=True,
+        head_after=install.head(),
+        retry=report.retry,
+        exit_code=exitcodes.ATTENTION,
+    )
+    jr.save(install.state_dir, journal)
     jr.finish(install.state_dir, journal)
     report.tree = worktree_status(install, workspace.settings, workspace.patch_set)
 
@@ -162,10 +181,16 @@ def recover(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> 
     """Bring the install to a consistent state after an interrupted update; say what was done."""
     state_dir = workspace.install.state_dir
     journal = jr.load(state_dir)
+    if journal is not None:
+        notes = _check_upstream(journal)  # before anything is written, even the settling
+    settled = settle(workspace.install.path, state_dir)
+    done = [settled.describe()] if settled else []
     if journal is None:
-        return RecoverReport(None, NOTHING, ["no unfinished update: nothing to recover"])
-    notes = _check_upstream(journal)
-    report = RecoverReport(journal, OLD if _goes_back(workspace, journal) else NEW)
+        report = RecoverReport(None, NOTHING, done or ["no unfinished update: nothing to recover"])
+        report.settled = settled
+        return report
+    report = RecoverReport(journal, OLD if _goes_back(workspace, journal) else NEW, done)
+    report.settled = settled
     report.actions.append(
         f"update {journal.id} (pid {journal.pid}) stopped in phase {journal.phase_label}"
     )

@@ -14,7 +14,8 @@ install all along) it is set aside in a `found` ref, listed by `leftovers`, and 
 becomes the snapshot exactly; when `recover` resumes a run later it is kept in place, and
 named, since the operator may have written it after the crash.
 
-The merge is computed in git's object store (merge-tree) and written in one `git apply`; a
+The merge is computed in git's object store (merge-tree) and written by the work tree writer
+(worktree_writer.py: each file old or new, whatever kills us); a
 path where the snapshot and a later change conflict is left as it is, and the snapshot ref is
 kept so its content stays reachable.
 """
@@ -31,7 +32,9 @@ from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper.install import Install
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR
+from patchkeeper.worktree_writer import write_trees
 
+ROLL_BACK = "update (roll back)"  # what the tree write journal says was writing
 STATE_BACKUP = "state"  # the run folder's copy of applied.json and written/, before the run
 
 
@@ -102,14 +105,8 @@ def _with_paths_from(repo: Path, tree: str, source: str, paths: list[str]) -> st
 
 
 def _write(install: Install, old: str, new: str) -> list[str]:
-    """Turn the work tree from OLD into NEW (it holds OLD) in one `git apply`."""
-    paths = lo.changed_paths(install.path, old, new)
-    if paths:
-        diff = git.run(
-            ["diff", "--binary", "--full-index", "--no-renames", old, new], install.path
-        ).stdout
-        git.run(["apply", "--whitespace=nowarn", "-"], install.path, stdin=diff)
-    return paths
+    """Turn the work tree from OLD into NEW (it holds OLD), each file old or new."""
+    return write_trees(install.path, install.state_dir, ROLL_BACK, old, new)
 
 
 def roll_back_tree(
@@ -145,7 +142,7 @@ def roll_back_tree(
         result.written = _write(install, ours, target)
     else:
         preview = lo.merge_preview(repo, journal.old_head, ours, target)
-        result.written = lo.write_merge(install, preview)
+        result.written = lo.write_merge(install, preview, command=ROLL_BACK)
         result.conflicts = list(preview.conflicts)
     if updater_ran:
         git.run(["reset", "-q"], repo)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from patchkeeper.errors import UserError
-from patchkeeper.files import atomic_write
+from patchkeeper.files import atomic_write, sync_folder
 
 APPLIED_FILE = "applied.json"
 WRITTEN_DIR = "written"
@@ -56,7 +56,9 @@ def save_applied(
 ) -> None:
     """Write new diffs first, then the index atomically, then remove diffs no record uses."""
     for name, diff in new_diffs.items():
-        atomic_write(state_dir / records[name].diff_file, diff)
+        atomic_write(state_dir / records[name].diff_file, diff, then_sync_folder=False)
+    if new_diffs:
+        sync_folder(state_dir / WRITTEN_DIR)  # once for all of them, before the index names them
     document = {"schema": SCHEMA, "patches": {n: asdict(r) for n, r in sorted(records.items())}}
     atomic_write(state_dir / APPLIED_FILE, json.dumps(document, indent=2).encode() + b"\n")
     keep = {state_dir / r.diff_file for r in records.values()}

@@ -32,7 +32,7 @@ from patchkeeper import outcomes as oc
 from patchkeeper.checking import RefReport, check_ref
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.engine import split_hunks
-from patchkeeper.errors import PatchkeeperError
+from patchkeeper.errors import PatchkeeperError, UserError
 from patchkeeper.freshness import FETCH_TIMEOUT, Freshness, freshen
 from patchkeeper.install import (
     Install,
@@ -40,7 +40,7 @@ from patchkeeper.install import (
     operation_in_progress,
 )
 from patchkeeper.lock import InstallLock
-from patchkeeper.patching import TreeReport, apply_patches, worktree_status
+from patchkeeper.patching import TreeReport, apply_patches, check_symlinks, worktree_status
 from patchkeeper.processes import run_in_group
 from patchkeeper.rollback import STATE_BACKUP, roll_back_tree
 from patchkeeper.scratch import (
@@ -53,6 +53,7 @@ from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, w
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
 from patchkeeper.version import adopt_remote_tags
 from patchkeeper.workspace import Workspace
+from patchkeeper.worktree_writer import write_trees
 
 DEFAULT_TIMEOUT = 3600.0
 TAIL_LINES = 20
@@ -317,6 +318,7 @@ class UpdateRun:
     # -- phases 1-4
 
     def preflight(self) -> str:
+        check_symlinks(self.install, self.ws.patch_set)  # refused before anything changes
         leftovers = lo.find_leftovers(self.install, self.ws.patch_set)
         for item in leftovers:
             self.report.leftovers.append(LeftoverAction(item, "found-before"))
@@ -397,8 +399,8 @@ class UpdateRun:
         """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
         head = self.journal.old_head
         head_tree = lo.tree_of(self.install.path, head)
-        snapshot = lo.worktree_tree(self.install)
         records = load_applied(self.state_dir)
+        snapshot = lo.worktree_tree(self.install, self._recorded_paths(records))
         index_dirty = git.run(["diff", "--cached", "--quiet"], self.install.path, check=False)
         if snapshot == head_tree and not records and index_dirty.returncode == 0:
             return "the tree is clean: nothing to set aside"
@@ -423,18 +425,23 @@ class UpdateRun:
         jr.checkpoint("3.2")
         save_applied(self.state_dir, {}, {})
         jr.checkpoint("3.3")
-        diff = git.run(
-            ["diff", "--binary", "--full-index", "--no-renames", snapshot, head_tree],
-            self.install.path,
-        ).stdout
-        if diff:
-            git.run(["apply", "--whitespace=nowarn", "-"], self.install.path, stdin=diff)
+        write_trees(self.install.path, self.state_dir, "update (set-aside)", snapshot, head_tree)
         jr.checkpoint("3.4")
         if index_dirty.returncode != 0 or not plain_index(self.install.git_dir / "index"):
             git.run(["reset", "-q"], self.install.path)  # else the index is HEAD's already
         changed = lo.changed_paths(self.install.path, head_tree, edits_tree)
         kept = f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
         return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
+
+    def _recorded_paths(self, records: dict) -> set[str]:
+        """The files patchkeeper's records created: in the snapshot even when ignored (a file
+        that was there before is tracked, and `add -A` takes it anyway)."""
+        return {
+            path
+            for record in records.values()
+            for path, header, _ in split_hunks(written_diff(self.state_dir, record))
+            if b"\nnew file mode " in header
+        }
 
     def _set_ref(self, what: str, commit: str) -> None:
         ref = self.journal.ref(what)
@@ -596,6 +603,10 @@ class UpdateRun:
 
     def apply(self) -> str:
         self._learn_release_tags()
+        try:
+            check_symlinks(self.install, self.ws.patch_set)
+        except UserError as exc:  # the new release made a folder a symlink: never stuck
+            return self._not_applied(str(exc))
         # What was in place before set-aside took it out: a fix past its range is `expired`.
         backup = self.journal.run_dir(self.state_dir) / STATE_BACKUP
         self.report.tree = apply_patches(
@@ -617,6 +628,18 @@ class UpdateRun:
                 self.report.attention.append(step)
         self._settle_leftovers({r.name: r.outcome for r in results})
         return ", ".join(f"{r.name} {r.outcome}" for r in results) or "the patch set is empty"
+
+    def _not_applied(self, why: str) -> str:
+        """Phase 6 when no patch can be written: each is `invalid` (exit 3), and the run
+        goes on (your edits come back), so recover is never stuck on it."""
+        results = [
+            oc.PatchResult(patch.name, oc.INVALID, None, why) for patch in self.ws.patch_set.patches
+        ]
+        version = install_version(self.install, self.ws.settings)
+        self.report.tree = TreeReport(self.install, self.install.head(), version, results)
+        again = nextstep.command("apply", install=self.install.path, patches=self.ws.patch_set.root)
+        self.report.attention.append(f"{why}; no patch was applied: fix it, then run: {again}")
+        return "no patch applied: " + why
 
     def _keep_records_of_undecided(self, backup: Path) -> None:
         """An expired or undecided fix stays recorded (its content is out of the tree), so
@@ -681,7 +704,7 @@ class UpdateRun:
         preview = lo.merge_preview(
             repo, base_commit, worktree_paths_tree(repo, paths), ref_paths_tree(repo, ref, paths)
         )
-        result.restored = lo.write_merge(self.install, preview)
+        result.restored = lo.write_merge(self.install, preview, command="update (restore)")
         jr.checkpoint("7.1")
         for path in preview.conflicts:
             show = nextstep.shell(

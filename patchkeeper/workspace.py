@@ -15,6 +15,7 @@ from patchkeeper.config import Settings, load_settings
 from patchkeeper.errors import PatchkeeperError
 from patchkeeper.install import Install, open_install, refuse_if_busy_with_git
 from patchkeeper.patchset import PatchSet, load_patch_set
+from patchkeeper.worktree_writer import settle
 
 if TYPE_CHECKING:  # the journal and the lock are for writers: loaded when one asks
     from patchkeeper.lock import InstallLock
@@ -80,6 +81,7 @@ def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Itera
     from patchkeeper.lock import install_lock
 
     with install_lock(workspace.install.state_dir, command, wait) as lock:
+        lock.settled = settle(workspace.install.path, workspace.install.state_dir)
         refuse_if_unfinished(workspace.install)  # first: it may explain a git operation too
         refuse_if_busy_with_git(workspace.install)
         if command in _WHOLE_SET_WRITERS:

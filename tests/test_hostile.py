@@ -80,6 +80,38 @@ def assert_every_command_refuses(repo: Path, patches: Path, *words: str) -> None
     assert any(all(w in line for w in words) for line in lint.stdout.splitlines()), lint.stdout
 
 
+def assert_every_command_marks_invalid(repo: Path, patches: Path, *words: str) -> None:
+    """One patch file that cannot be read or is unsafe (issue 17): status, check and apply
+    exit 3 with that patch `invalid`, its detail saying WORDS; nothing of it is written (the
+    other patches go on); lint lists it as a problem (exit 2)."""
+    from patchkeeper.patchset import load_patch_set
+
+    patch_set = load_patch_set(patches)
+    (bad,) = [p.name for p in patch_set.patches if any(v.invalid for v in p.variants)]
+    theirs = {
+        path for p in patch_set.patches if p.name != bad for v in p.variants for path in v.files
+    }
+
+    def untouched(snapshot: dict[str, bytes]) -> dict[str, bytes]:
+        return {k: v for k, v in snapshot.items() if k not in theirs and not k.startswith(".git/")}
+
+    before = untouched(tree_snapshot(repo))
+    for command, args in every_command(repo, patches).items():
+        proc = cli(*args, "--json", timeout=30)
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr + proc.stdout
+        doc = json.loads(proc.stdout)
+        results = doc["targets"][0]["patches"] if command == "check" else doc["patches"]
+        (result,) = [r for r in results if r["name"] == bad]
+        assert result["outcome"] == "invalid", result
+        for word in words:
+            assert word in result["detail"], result["detail"]
+        assert untouched(tree_snapshot(repo)) == before
+    lint = cli("lint", "--patches", patches, timeout=30)
+    assert lint.returncode == 2 and "Traceback" not in lint.stderr, lint
+    assert any(all(w in line for w in words) for line in lint.stdout.splitlines()), lint.stdout
+
+
 # ---------------------------------------------------------------- 2. two patches, one name
 
 
@@ -100,20 +132,20 @@ def test_a_patch_that_is_a_fifo_is_refused_not_waited_on(repo: Path, tmp_path: P
     patches = write_patch_set(tmp_path / "ps", {"other.patch": patch_text(good_diff(repo))})
     os.mkfifo(patches / "fix.patch")
     (patches / "series").write_text("fix.patch\nother.patch\n")
-    assert_every_command_refuses(repo, patches, "fix.patch", "not a regular file")
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "not a regular file")
 
 
 def test_a_variant_that_is_a_fifo_is_refused(repo: Path, tmp_path: Path) -> None:
     patches = write_patch_set(tmp_path / "ps", {"fix/a.patch": patch_text(good_diff(repo))})
     os.mkfifo(patches / "fix" / "b.patch")
-    assert_every_command_refuses(repo, patches, "b.patch", "not a regular file")
+    assert_every_command_marks_invalid(repo, patches, "b.patch", "not a regular file")
 
 
 def test_a_patch_linked_to_dev_zero_is_refused(repo: Path, tmp_path: Path) -> None:
     patches = write_patch_set(tmp_path / "ps", {"other.patch": patch_text(good_diff(repo))})
     os.symlink("/dev/zero", patches / "fix.patch")
     (patches / "series").write_text("fix.patch\nother.patch\n")
-    assert_every_command_refuses(repo, patches, "fix.patch", "not a regular file")
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "not a regular file")
 
 
 def test_a_config_linked_to_dev_zero_is_refused(repo: Path, tmp_path: Path) -> None:
@@ -133,7 +165,7 @@ def test_a_huge_patch_file_is_refused_unread(repo: Path, tmp_path: Path) -> None
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
     with (patches / "fix.patch").open("ab") as handle:
         handle.truncate(64 * 1024 * 1024)  # sparse: costs no disk
-    assert_every_command_refuses(repo, patches, "fix.patch", "too large")
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "too large")
 
 
 # ---------------------------------------------------------------- 4. control characters
@@ -142,8 +174,10 @@ def test_a_huge_patch_file_is_refused_unread(repo: Path, tmp_path: Path) -> None
 def test_control_characters_from_a_patch_are_escaped_in_errors(repo: Path, tmp_path: Path) -> None:
     diff = good_diff(repo).replace(" line 4\n", "\x0bline 4\n")
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
-    line = assert_refused(cli("apply", "--install", repo, "--patches", patches), "fix.patch")
-    assert "\\x0b" in line and "\x0b" not in line
+    proc = cli("apply", "--install", repo, "--patches", patches)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr, proc
+    (line,) = [line for line in proc.stdout.splitlines() if "invalid" in line and "fix" in line]
+    assert "\\x0b" in line and "\x0b" not in proc.stdout
     lint = cli("lint", "--patches", patches)
     problems = [line for line in lint.stdout.splitlines() if "fix.patch" in line]
     assert lint.returncode == 2 and len(problems) == 1 and "\\x0b" in problems[0], lint.stdout
@@ -172,7 +206,7 @@ def test_lines_a_conflict_shows_from_a_patch_are_escaped(repo: Path, tmp_path: P
 def test_a_file_name_too_long_for_any_file_system_is_refused(repo: Path, tmp_path: Path) -> None:
     diff = good_diff(repo).replace("app.py", "x" * 300 + ".py")
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
-    assert_every_command_refuses(repo, patches, "fix.patch", "longer than 255 bytes")
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "longer than 255 bytes")
 
 
 # ---------------------------------------------------------------- 5. symlinks out of the tree
@@ -193,7 +227,7 @@ def test_a_patch_may_not_create_a_symlink_out_of_the_install(
 ) -> None:
     diff = symlink_diff(repo, "passwd-link", target)
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
-    assert_every_command_refuses(repo, patches, "fix.patch", "symlink", "outside the install")
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "symlink", "outside the install")
     assert not (repo / "passwd-link").is_symlink()
 
 
@@ -225,7 +259,7 @@ def test_a_symlink_git_could_not_write_is_refused(case: str, repo: Path, tmp_pat
         diff = diff.replace("@@ -0,0 +1 @@\n+app.py", "@@ -0,0 +1,2 @@\n+app.py\n+more")
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
     (patches / "patchkeeper.toml").write_text("[patches]\nallow_outside_symlinks = true\n")
-    assert_every_command_refuses(repo, patches, "fix.patch", "'link.py': a symlink")
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "'link.py': a symlink")
     assert not (repo / "link.py").is_symlink()
 
 
@@ -237,7 +271,7 @@ def test_a_smoke_name_that_is_a_path_is_refused(name: str, repo: Path, tmp_path:
     patches = write_patch_set(
         tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo), smoke=name)}
     )
-    assert_every_command_refuses(repo, patches, "fix.patch", "Smoke", repr(name))
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "Smoke", repr(name))
 
 
 def test_a_smoke_check_in_the_config_that_is_a_path_is_refused(repo: Path, tmp_path: Path) -> None:
@@ -252,7 +286,7 @@ def test_a_smoke_check_in_the_config_that_is_a_path_is_refused(repo: Path, tmp_p
 def test_a_crlf_mangled_patch_is_invalid_with_a_hint(repo: Path, tmp_path: Path) -> None:
     text = patch_text(good_diff(repo)).replace("\n", "\r\n")
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": text})
-    assert_every_command_refuses(repo, patches, "fix.patch", "invalid", "CRLF", "dos2unix")
+    assert_every_command_marks_invalid(repo, patches, "fix.patch", "invalid", "CRLF", "dos2unix")
 
 
 def test_a_patch_of_a_crlf_file_is_not_mangled(tmp_path: Path) -> None:
@@ -346,7 +380,7 @@ def test_a_killed_smoke_run_leaves_nothing_in_tmpdir(repo: Path, tmp_path: Path)
 def test_doctor_help_says_it_runs_the_smoke_probes() -> None:
     text = " ".join(run_cli("doctor", "--help").stdout.split())
     assert "Reads only" not in text
-    assert "runs every smoke check" in text and "--probe" in text
+    assert "every smoke check" in text and "--probe" in text
     assert "version_command" in text
 
 

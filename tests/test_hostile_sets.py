@@ -1,10 +1,12 @@
 """Patch sets and upstreams built to break the loader: a version number past Python's
 int-conversion limit, a config nested thousands deep, a series entry that is the set itself.
-Each is one line naming the file (and line), exit 2, nothing written; or, for what upstream
-states after HEAD moved, no command that dies on it."""
+Each is one line naming the file (and line), exit 2, nothing written (a patch file's own
+problem: that patch `invalid`, exit 3); or, for what upstream states after HEAD moved, no
+command that dies on it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -68,8 +70,29 @@ def test_a_version_too_long_to_compare_is_refused_with_file_and_line(
     header = field.replace("_", "-").title()
     line = next(n for n, text in enumerate((patches / "fix.patch").read_text().splitlines(), 1)
                 if text.startswith(f"{header}:"))  # fmt: skip
-    for first in refused(repo, patches, f"fix.patch:{line}:", "too long to compare"):
-        assert len(first) < 300  # the 5,000 digits are not repeated back
+    for said in invalid_alone(repo, patches, f"fix.patch:{line}:", "too long to compare"):
+        assert len(said) < 300  # the 5,000 digits are not repeated back
+
+
+def invalid_alone(repo: Path, patches: Path, *names: str) -> list[str]:
+    """One patch file's problem (issue 17): lint lists it (exit 2, a line naming NAMES);
+    status and apply judge that patch `invalid`, saying NAMES, exit 3, and write nothing.
+    Returns what each said."""
+    before = tree_snapshot(repo)
+    lint = run_cli("lint", "--patches", patches)
+    assert lint.returncode == 2, (lint.stdout, lint.stderr)
+    said = [lint.stdout.splitlines()[0]]
+    for command in ("status", "apply"):
+        proc = run_cli(command, "--patches", patches, "--install", repo, "--json")
+        assert proc.returncode == 3, (command, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+        (result,) = json.loads(proc.stdout)["patches"]
+        assert result["outcome"] == "invalid", result
+        said.append(result["detail"])
+    for text in said:
+        assert all(name in text for name in names), said
+    assert tree_snapshot(repo) == before
+    return said
 
 
 def test_a_version_at_the_edge_of_the_limit_still_loads(repo: Path, tmp_path: Path) -> None:
@@ -162,3 +185,14 @@ def test_a_patch_outside_the_set_through_a_symlink_still_loads(repo: Path, tmp_p
     os.symlink(tmp_path / "kept/fix.patch", patches / "fix.patch")
     proc = run_cli("lint", "--patches", patches)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_check_since_a_version_too_long_to_compare_is_a_usage_error(
+    repo: Path, tmp_path: Path
+) -> None:
+    patches = fix_set(tmp_path / "ps", repo)
+    proc = run_cli("check", "--install", repo, "--patches", patches, "--since", HUGE)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "is not a PEP 440 version" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr) < 1000  # the 5,000 digits are not repeated back

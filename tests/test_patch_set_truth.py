@@ -103,11 +103,15 @@ def test_apply_that_passes_its_check_exits_0(world) -> None:
 
 def test_lint_and_doctor_judge_the_set_of_the_environment(world, tmp_path: Path) -> None:
     install, _ = world
-    broken = write_patch_set(tmp_path / "broken", {"bad.patch": "not a patch\n"})
+    into_git = (
+        "Description: writes into .git\n---\ndiff --git a/.git/config b/.git/config\n"
+        "--- a/.git/config\n+++ b/.git/config\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    broken = write_patch_set(tmp_path / "broken", {"bad.patch": into_git})
     env = {"PATCHKEEPER_PATCHES": str(broken)}
     lint = pk("lint", env=env)
     assert lint.returncode == 2, lint.stdout + lint.stderr
-    assert f"{broken} (PATCHKEEPER_PATCHES): 0 patch(es)" in lint.stderr
+    assert f"{broken} (PATCHKEEPER_PATCHES): 1 patch(es), " in lint.stderr
     doctor = pk("doctor", "--install", install, "--json", env=env)
     [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["name"] == "patch set"]
     assert finding["summary"].startswith(f"{broken} (PATCHKEEPER_PATCHES): ")

@@ -69,9 +69,13 @@ def all_edits_present(box: Sandbox) -> bool:
     return user_edits_present(box) and util.endswith(SQLITE_UTIL_EDIT)
 
 
-def assert_truthful_status(box: Sandbox) -> dict[str, str]:
-    """Each patch fully applied or fully absent, and `status` says which."""
+def assert_truthful_status(box: Sandbox, *, update_missed: bool = False) -> dict[str, str]:
+    """Each patch fully applied or fully absent, and `status` says which; with UPDATE_MISSED
+    (the update asked for never ran) it is never 0 either."""
     code, doc = pk_json(box, "status")
+    if update_missed:
+        assert code == 5 and "did not happen" in doc["notes"][0] and "retry" in doc["notes"][0]
+        code = 0
     presence = {name: patch_presence(box, variant) for name, variant in variants(box).items()}
     assert {r["name"] for r in doc["patches"]} == {*presence, *UPSTREAMS_OWN}
     for result in doc["patches"]:
@@ -95,12 +99,16 @@ def test_kill_at_every_phase_boundary_then_recover(box: Sandbox, phase: int) -> 
     assert journal_file(box).exists()
 
     code, doc = pk_json(box, "recover")
-    assert code == 0, doc
     expected = "old" if phase <= UPSTREAM_PHASE else "new"
+    # Back at the old version, the update asked for never ran: never 0, and its retry said.
+    assert code == (5 if expected == "old" else 0), doc
     assert doc["direction"] == expected
+    if expected == "old":
+        assert "did not happen" in doc["meaning"] and "retry: " in doc["meaning"]
     assert git(box.install, "rev-parse", "HEAD") == (old if expected == "old" else new)
     assert all_edits_present(box)
-    assert set(assert_truthful_status(box).values()) == {"present"}
+    missed = expected == "old"
+    assert set(assert_truthful_status(box, update_missed=missed).values()) == {"present"}
     assert git(box.install, "stash", "list") == ""
     assert run_refs(box) == "" and not journal_file(box).exists()
     assert (box.install / ".git/patchkeeper/lock").read_text() == ""  # released: nobody holds it
@@ -126,11 +134,12 @@ def test_kill_inside_a_phase_then_recover(box: Sandbox, point: str) -> None:
     killed = pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": point})
     assert killed.returncode == -signal.SIGKILL
     code, doc = pk_json(box, "recover")
-    assert (code, doc["direction"]) == (0, INSIDE[point]), doc
+    missed = INSIDE[point] == "old"
+    assert (code, doc["direction"]) == (5 if missed else 0, INSIDE[point]), doc
     tag = "v0.21.3" if INSIDE[point] == "old" else "v0.22.0"
     assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", f"{tag}^{{}}")
     assert all_edits_present(box)
-    assert set(assert_truthful_status(box).values()) == {"present"}
+    assert set(assert_truthful_status(box, update_missed=missed).values()) == {"present"}
     assert git(box.install, "stash", "list") == "" and run_refs(box) == ""
 
 
@@ -266,9 +275,9 @@ def test_rolling_back_keeps_edits_made_after_the_crash(box: Sandbox) -> None:
     pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": "4"})
     (box.install / "after-crash.txt").write_text("written while patchkeeper was dead\n")
     code, doc = pk_json(box, "recover")
-    assert (code, doc["direction"]) == (0, "old"), doc
+    assert (code, doc["direction"]) == (5, "old"), doc  # 5: the update never ran
     assert all_edits_present(box) and (box.install / "after-crash.txt").is_file()
-    assert set(assert_truthful_status(box).values()) == {"present"}
+    assert set(assert_truthful_status(box, update_missed=True).values()) == {"present"}
 
 
 def test_rolling_back_over_a_conflicting_later_edit_keeps_both(box: Sandbox) -> None:

@@ -137,8 +137,10 @@ def test_lint_rejects_a_bad_condition_at_its_line(
     assert proc.returncode == 2
     [problem] = proc.stdout.strip().splitlines()
     assert problem.startswith(f"{patches / 'retry.patch'}:{line}: ") and words in problem
+    # The patch's own problem: that patch is invalid (issue 17), the command says why.
     status = run_cli("status", "--install", repo, "--patches", patches)
-    assert status.returncode == 2 and len(status.stderr.strip().splitlines()) == 1
+    assert status.returncode == 3 and "Traceback" not in status.stderr
+    assert any("invalid" in text and words in text for text in status.stdout.splitlines())
 
 
 def test_lint_accepts_folded_conditions(repo: Path, tmp_path: Path) -> None:

@@ -69,6 +69,8 @@ def command(
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
+    if lock.settled:
+        report.notes.append(lock.settled.describe())
     note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)  # a parked stash may hold the user's content
     report.notes += take_out_steps(workspace, written, proof)

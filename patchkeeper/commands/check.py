@@ -25,10 +25,12 @@ class PEP440(click.ParamType):
     def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
         from packaging.version import InvalidVersion, Version
 
+        text = str(value)
         try:
-            return Version(str(value))
-        except InvalidVersion:
-            self.fail(f"{value!r} is not a PEP 440 version (say 0.21 or 0.21.5)", param, ctx)
+            return Version(text)
+        except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
+            shown = text if len(text) <= 60 else f"{text[:57]}..."
+            self.fail(f"{shown!r} is not a PEP 440 version (say 0.21 or 0.21.5)", param, ctx)
 
 
 def render_table(reports) -> None:  # type: ignore[no-untyped-def]
@@ -138,7 +140,8 @@ def command(
         checking.fetch(repo, fetch_remote)
     chosen = list(dict.fromkeys(refs))
     if tag_globs or since is not None:
-        tags = checking.select_tags(repo, tag_globs, since)
+        scheme = workspace.settings.version_scheme
+        tags = checking.select_tags(repo, tag_globs, since, scheme)
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
             floor = f", version >= {since}" if since is not None else ""

@@ -21,6 +21,7 @@ from patchkeeper.errors import UserError
 from patchkeeper.report import emit_json, leftover_json, updater_backup_json
 from patchkeeper.updater_refs import describe, updater_backups
 from patchkeeper.workspace import locked_for_writing
+from patchkeeper.worktree_writer import interrupted, interrupted_note
 
 ACTIONS = ("list", "show", "restore", "drop")
 
@@ -29,8 +30,12 @@ def list_leftovers(workspace, as_json: bool) -> int:
     items = lo.find_leftovers(workspace.install, workspace.patch_set)
     backups = updater_backups(workspace.install.path)
     rescue = [backup for backup in backups if backup.needs_a_person]
-    # A parked stash, or commits only a reset's rescue ref still holds, is never green.
-    code = exitcodes.ATTENTION if items or rescue else exitcodes.OK
+    unfinished = jr.load(workspace.install.state_dir)
+    writer = interrupted(workspace.install.state_dir)
+    # A parked stash, commits only a reset's rescue ref still holds, an unfinished update
+    # (its refs hold the user's edits) or an interrupted write: never green.
+    unsettled = unfinished is not None or writer is not None
+    code = exitcodes.ATTENTION if items or rescue or unsettled else exitcodes.OK
     if as_json:
         emit_json(
             "leftovers",
@@ -40,9 +45,13 @@ def list_leftovers(workspace, as_json: bool) -> int:
             patches=[],
         )
         return code
-    unfinished = jr.load(workspace.install.state_dir)
     if unfinished is not None:
-        click.echo(f"note: update {unfinished.id} is unfinished: `patchkeeper recover` settles it")
+        click.echo(
+            f"note: update {unfinished.id} is unfinished, and its refs hold your edits: "
+            "`patchkeeper recover` settles it"
+        )
+    if writer is not None:
+        click.echo(f"note: {interrupted_note(writer)}")
     if not items:
         click.echo(f"{workspace.install.path}: no leftovers")
     for item in items:

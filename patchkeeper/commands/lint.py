@@ -11,11 +11,35 @@ from patchkeeper.bundled import bundled_patches
 from patchkeeper.commands.common import install_option, json_option, patches_option
 from patchkeeper.config import load_settings
 from patchkeeper.errors import UserError
-from patchkeeper.patchset import dangling_smoke, inspect_patch_set
+from patchkeeper.patchset import Patch, PatchSet, dangling_smoke, inspect_patch_set
 from patchkeeper.problems import Problem
 from patchkeeper.readable import unreadable_by_git
 from patchkeeper.remembered import choose_near
 from patchkeeper.report import emit_json
+
+
+def unread(patch: Patch) -> bool:
+    """Whether a variant of PATCH cannot be read or is unsafe (its problem is listed)."""
+    return any(variant.invalid is not None for variant in patch.variants)
+
+
+def header_fields(patch_set: PatchSet) -> dict[str, dict[str, object]]:
+    """Per patch file (relative to the set): every header field as written, fields that may
+    repeat as lists, the free text, and whether it is empty. Unknown fields are shown too."""
+    shown: dict[str, dict[str, object]] = {}
+    for patch in patch_set.patches:
+        for variant in patch.variants:
+            header = variant.header
+            shown[str(variant.path.relative_to(patch_set.root))] = {
+                "fields": {
+                    header.names[key]: list(values) if len(values) > 1 else values[0]
+                    for key, values in header.values.items()
+                },
+                "unknown": sorted(header.unknown),
+                "free_text": "\n".join(header.free_text),
+                "empty": variant.empty,
+            }
+    return shown
 
 
 @click.command("lint")
@@ -46,6 +70,7 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
             Problem(patch_set.root / "patchkeeper.toml", 1, str(exc).split(": ", 1)[-1])
         )
     code = exitcodes.USAGE if problems else exitcodes.OK
+    warnings = patch_set.warnings
     if as_json:
         emit_json(
             "lint",
@@ -54,14 +79,25 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
             problems=[
                 {"file": str(p.path), "line": p.line, "message": p.message} for p in problems
             ],
-            patches=[{"name": p.name, "outcome": "ok"} for p in patch_set.patches],
+            patches=[
+                {"name": p.name, "outcome": "invalid" if unread(p) else "ok"}
+                for p in patch_set.patches
+            ],
+            warnings=[
+                {"file": str(w.path), "line": w.line, "message": w.message} for w in warnings
+            ],
+            headers=header_fields(patch_set),
         )
         return code
     for problem in problems:
         click.echo(str(problem))
+    for warning in warnings:
+        click.echo(str(Problem(warning.path, warning.line, f"warning: {warning.message}")))
     count = len(patch_set.patches)
+    noted = f", {len(warnings)} warning(s)" if warnings else ""
     click.echo(
-        f"{patch_set.root} ({choice.reason}): {count} patch(es), {len(problems)} problem(s)",
+        f"{patch_set.root} ({choice.reason}): {count} patch(es), {len(problems)} problem(s)"
+        f"{noted}",
         err=bool(problems),
     )
     return code

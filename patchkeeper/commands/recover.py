@@ -30,7 +30,13 @@ def meaning(report: RecoverReport, code: int) -> str:
     never calls the install updated when the update did not happen."""
     direction, update = report.direction, report.update
     if direction == NOTHING:
-        return "nothing to recover"
+        return "nothing to recover" if code == 0 else f"see above (exit {code})"
+    if update is None and report.not_done:
+        return (
+            f"the update did not happen: {report.not_done}; the install is back at the old "
+            f"version, with its patches and your edits as they were (exit {code}); retry: "
+            f"{report.retry}"
+        )
     if update is not None and not update.finished:
         return f"the update is not finished (exit {code}): see above"
     if update is not None and update.not_done and update.rolled_back:

@@ -17,6 +17,7 @@ from patchkeeper.update import UpdateOptions, retry_command
 from patchkeeper.verdict import tree_exit_code
 from patchkeeper.version import VersionInfo
 from patchkeeper.workspace import Workspace
+from patchkeeper.worktree_writer import interrupted, interrupted_note
 
 
 def render_tree(report: TreeReport, title: str) -> None:
@@ -121,6 +122,8 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
         )
     elif (missed := update_not_done(workspace)) is not None:
         report.notes.insert(0, missed)
+    if (writer := interrupted(workspace.install.state_dir)) is not None:
+        report.notes.insert(0, interrupted_note(writer))
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
         code = exitcodes.worst(code, exitcodes.ATTENTION)

@@ -45,11 +45,14 @@ def command(
       patchkeeper unapply schema-once
     """
     workspace = open_workspace(install_path, patches_dir)
-    with locked_for_writing(workspace, "unapply", wait):
+    with locked_for_writing(workspace, "unapply", wait) as lock:
         report = unapply_patches(workspace.install, workspace.settings, workspace.patch_set, names)
     report.patch_set = workspace.patch_set_label
+    if lock.settled:
+        report.notes.append(lock.settled.describe())
     drifted = any(r.outcome == oc.DRIFTED for r in report.results)
-    code = exitcodes.ATTENTION if drifted else exitcodes.OK
+    kept = bool(lock.settled and lock.settled.kept)
+    code = exitcodes.ATTENTION if drifted or kept else exitcodes.OK
     if as_json:
         emit_json("unapply", code, **tree_json(report))
     else:

@@ -177,6 +177,8 @@ def command(
         report = run_update(workspace, lock, options)
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
+    if lock.settled:
+        report.notes.append(lock.settled.describe())
     code = report.exit_code()
     if as_json:
         emit_json("update", code, **update_json(report))

@@ -1,0 +1,301 @@
+"""Real patch series: Debian's quilt series judged by patchkeeper and by quilt, side by side.
+
+Its inputs are public source packages its user fetches; nothing of them is committed. With a
+`deb-src` line for two suites (here bookworm and trixie) and `apt-get update`:
+
+    mkdir -p /work/scratch/series && cd /work/scratch/series
+    for p in xz-utils jq curl; do apt-get source --download-only $p/bookworm $p/trixie; done
+    python tests/benchmarks/bench_series.py /work/scratch/series [--runs 5] [--keep DIR]
+
+Per package: the oldest `.dsc`'s `debian/patches` is the series, as Debian ships it; every
+`.orig` tarball of the package from that version on is an upstream release (a `.dsc` of
+its own or not), committed in version order and tagged `v<upstream version>` in a git
+repository, with `[install] version_scheme = "debian"`. Then, each the median of RUNS:
+
+- patchkeeper: one `check --tags 'v*'` over every release (its outcome counts are printed);
+- quilt push -a: per release, the tree unpacked (`git archive | tar -x`) and `quilt push -a`
+  (quilt's default fuzz), which stops at the first patch that fails;
+- patch, each: per release, the tree unpacked and every patch judged as quilt does it
+  (`patch -p1 --fuzz=0 -N --dry-run`, then applied when that succeeds, going on past a
+  failure), which is what `check` answers.
+
+The ratio patchkeeper / quilt is printed per package and for all of them, with the number
+of git processes `check` ran and how many of them were `git apply --3way` (from GIT_TRACE,
+in a run of its own that is not timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+
+from patchkeeper.version import SCHEMES
+from tests.benchmarks.bench_check import median_seconds
+
+DEBIAN = SCHEMES["debian"]
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Source:
+    """One version of a source package, as its .dsc names it."""
+
+    package: str
+    version: str  # Debian's: [epoch:]upstream[-revision]
+    orig: Path
+    debian: Path | None
+
+
+_ORIG_RE = re.compile(r"^(?P<package>[^_]+)_(?P<upstream>[^_]+)\.orig\.tar\.\w+$")
+
+
+def read_dsc(path: Path) -> Source | None:
+    text = path.read_text(errors="replace")
+    fields = dict(re.findall(r"(?m)^(Source|Version|Format): (.+)$", text))
+    if "quilt" not in fields.get("Format", ""):
+        return None  # native packages carry no series
+    files = sorted(set(re.findall(r"(?m)^ [0-9a-f]{32,} \d+ (\S+)$", text)))
+    orig = [f for f in files if _ORIG_RE.match(f)]
+    debian = [f for f in files if re.search(r"\.debian\.tar\.\w+$", f)]
+    if len(orig) != 1:
+        return None  # several orig components: left out
+    folder = path.parent
+    return Source(
+        fields["Source"], fields["Version"], folder / orig[0],
+        folder / debian[0] if debian else None,
+    )  # fmt: skip
+
+
+def releases(folder: Path, package: str) -> list[tuple[str, Path]]:
+    """Every upstream release of PACKAGE in FOLDER (its .orig tarballs, a .dsc or not), in
+    version order."""
+    found = []
+    for tarball in folder.glob(f"{package}_*.orig.tar.*"):
+        match = _ORIG_RE.match(tarball.name)
+        if match and (version := DEBIAN.parse(match["upstream"])) is not None:
+            found.append((version, match["upstream"], tarball))
+    return [(upstream, tarball) for _, upstream, tarball in sorted(found)]
+
+
+def run(args: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(args, cwd=cwd, env={**os.environ, **GIT_ENV, **kw.pop("env", {})},
+                          capture_output=True, check=kw.pop("check", True), **kw)  # fmt: skip
+
+
+def unpack(tarball: Path, into: Path) -> None:
+    """A tarball's content, its one top folder taken away, into INTO."""
+    with tempfile.TemporaryDirectory(dir=into.parent) as tmp:
+        with tarfile.open(tarball) as archive:
+            archive.extractall(tmp, filter="tar")
+        entries = list(Path(tmp).iterdir())
+        top = entries[0] if len(entries) == 1 and entries[0].is_dir() else Path(tmp)
+        for entry in top.iterdir():
+            shutil.move(str(entry), into / entry.name)
+
+
+def build(
+    base: Source, upstreams: list[tuple[str, Path]], root: Path
+) -> tuple[Path, Path, list[str]] | None:
+    """The upstream repository (one tagged commit per release, from BASE's on) and BASE's
+    series as the patch set."""
+    if base.debian is None:
+        return None
+    repo, patches = root / "upstream", root / "patches"
+    repo.mkdir(parents=True)
+    run(["git", "init", "-q", "-b", "main"], repo)
+    tags: list[str] = []
+    floor = DEBIAN.parse(upstream_of(base.version))
+    for upstream, tarball in upstreams:
+        tag = f"v{upstream}"
+        version = DEBIAN.parse(upstream)
+        if "~" in tag or floor is None or version is None or version < floor:
+            continue  # git takes no `~` in a tag; a release older than the series
+        for entry in repo.iterdir():
+            if entry.name == ".git":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        unpack(tarball, repo)
+        run(["git", "add", "-A", "-f"], repo)
+        run(["git", "commit", "-q", "--allow-empty", "-m", upstream], repo)
+        run(["git", "tag", tag], repo)
+        tags.append(tag)
+    debian = root / "debian-tar"
+    debian.mkdir()
+    unpack_debian(base.debian, debian)
+    series = debian / "debian" / "patches"
+    if not tags or not (series / "series").is_file():
+        return None
+    # Only what the series lists: patchkeeper refuses a patch file the series does not name
+    # (a fix left out by mistake would be missing without a word); quilt passes over it.
+    patches.mkdir()
+    shutil.copy2(series / "series", patches / "series")
+    for name in series_names(patches):
+        (patches / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(series / name, patches / name)
+    (patches / "patchkeeper.toml").write_text('[install]\nversion_scheme = "debian"\n')
+    run(["git", "checkout", "-q", tags[0]], repo)
+    return repo, patches, tags
+
+
+def upstream_of(version: str) -> str:
+    """Debian's [epoch:]upstream[-revision] -> upstream."""
+    return re.sub(r"-[^-]+$", "", version.split(":", 1)[-1])
+
+
+def unpack_debian(tarball: Path, into: Path) -> None:
+    with tarfile.open(tarball) as archive:
+        archive.extractall(into, filter="tar")
+
+
+def series_names(patches: Path) -> list[str]:
+    names = []
+    for line in (patches / "series").read_text().splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if line:
+            names.append(line.split()[0])
+    return names
+
+
+def tree_of(repo: Path, tag: str, into: Path) -> None:
+    into.mkdir()
+    archive = run(["git", "archive", tag], repo).stdout
+    subprocess.run(["tar", "-x"], cwd=into, input=archive, check=True)
+
+
+def quilt_push_all(repo: Path, patches: Path, tags: list[str], work: Path) -> None:
+    for tag in tags:
+        tree = work / tag
+        tree_of(repo, tag, tree)
+        (tree / "patches").symlink_to(patches)
+        env = {"QUILT_PATCHES": "patches", "QUILT_PC": ".pc"}
+        run(["quilt", "push", "-a", "-q"], tree, env=env, check=False)
+        shutil.rmtree(tree)
+
+
+def patch_each(repo: Path, patches: Path, tags: list[str], work: Path) -> dict[str, int]:
+    """Every patch judged on every release as quilt's `patch` call does (fuzz 0), going on
+    past a failure. Returns how many applied and how many failed, over all releases."""
+    counts: collections.Counter[str] = collections.Counter()
+    for tag in tags:
+        tree = work / tag
+        tree_of(repo, tag, tree)
+        for name in series_names(patches):
+            applies = gnu_patch(tree, patches / name, "--dry-run") == 0
+            if applies:  # as quilt push: all of it or nothing (patch -f keeps the hunks that fit)
+                gnu_patch(tree, patches / name)
+            counts["applies" if applies else "fails"] += 1
+        shutil.rmtree(tree)
+    return dict(counts)
+
+
+def gnu_patch(tree: Path, diff: Path, *flags: str) -> int:
+    with open(diff, "rb") as stream:
+        return subprocess.run(
+            ["patch", "-p1", "--fuzz=0", "-N", "-s", "-f", "--no-backup-if-mismatch", "-r", "-",
+             *flags], cwd=tree, stdin=stream, capture_output=True, check=False,
+        ).returncode  # fmt: skip
+
+
+def check(repo: Path, patches: Path, trace: Path | None = None) -> dict:
+    env = {"GIT_TRACE": str(trace)} if trace else {}
+    proc = run(
+        [sys.executable, "-m", "patchkeeper", "check", "--install", str(repo), "--patches",
+         str(patches), "--tags", "v*", "--json", "--no-progress"], repo, env=env, check=False,
+    )  # fmt: skip
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return {"error": proc.stderr.decode(errors="replace").strip()[-400:]}
+
+
+def measure(
+    package: str, repo: Path, patches: Path, tags: list[str], work: Path, runs: int
+) -> tuple[tuple | None, collections.Counter[str]]:
+    """One package's row (times, git processes, GNU patch's answers) and outcome counts."""
+    trace = work / "trace"
+    doc = check(repo, patches, trace)
+    if "targets" not in doc:
+        print(f"{package:<12} check failed: {doc.get('error') or doc.get('message')}")
+        return None, collections.Counter()
+    outcomes = collections.Counter(
+        p["outcome"] for target in doc["targets"] for p in target["patches"]
+    )
+    said = trace.read_text(errors="replace").splitlines() if trace.exists() else []
+    calls = [line for line in said if "trace: built-in: git" in line]
+    three_way = sum(1 for line in calls if "apply" in line and "--3way" in line)
+    counts = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
+    print(f"{package:<12} {len(series_names(patches)):>7} {' '.join(tags):<24} {counts}")
+    scratch = work / "trees"
+    scratch.mkdir()
+    pk = median_seconds(lambda: check(repo, patches), runs)
+    quilt = median_seconds(lambda: quilt_push_all(repo, patches, tags, scratch), runs)
+    each = median_seconds(lambda: patch_each(repo, patches, tags, scratch), runs)
+    gnu = patch_each(repo, patches, tags, scratch)
+    return (package, pk, quilt, each, len(calls), three_way, gnu), outcomes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="where `apt-get source --download-only` ran")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir)")
+    options = parser.parse_args()
+    if shutil.which("quilt") is None:
+        sys.exit("quilt is not installed (apt-get install quilt)")
+    by_package: dict[str, list[Source]] = collections.defaultdict(list)
+    for dsc in sorted(options.folder.glob("*.dsc")):
+        if (source := read_dsc(dsc)) is not None:
+            by_package[source.package].append(source)
+    work = options.keep or Path(tempfile.mkdtemp(prefix="bench-series-"))
+    totals = collections.Counter()
+    seconds = collections.Counter()
+    print(f"{'package':<12} {'patches':>7} {'releases':<24} outcomes (all releases)")
+    rows = []
+    for package, sources in sorted(by_package.items()):
+        sources.sort(key=lambda s: DEBIAN.parse(s.version) or DEBIAN.parse("0"))
+        built = build(sources[0], releases(options.folder, package), work / package)
+        if built is None:
+            print(f"{package:<12} no quilt series: left out")
+            continue
+        row, outcomes = measure(package, *built, work / package, options.runs)
+        if row is not None:
+            rows.append(row)
+            totals.update(outcomes)
+            seconds.update({"pk": row[1], "quilt": row[2], "each": row[3]})
+    print()
+    print(f"medians of {options.runs} runs, seconds; ratio = patchkeeper / quilt")
+    print(f"{'package':<12} {'check':>7} {'push -a':>8} {'ratio':>6} {'patch each':>10} "
+          f"{'ratio':>6} {'git':>5} {'3way':>5}  GNU patch fuzz 0")  # fmt: skip
+    for package, pk, quilt, each, calls, three_way, gnu in rows:
+        print(f"{package:<12} {pk:>7.2f} {quilt:>8.2f} {pk / quilt:>6.2f} {each:>10.2f} "
+              f"{pk / each:>6.2f} {calls:>5} {three_way:>5}  {gnu}")  # fmt: skip
+    if rows:
+        print(f"{'all':<12} {seconds['pk']:>7.2f} {seconds['quilt']:>8.2f} "
+              f"{seconds['pk'] / seconds['quilt']:>6.2f} {seconds['each']:>10.2f} "
+              f"{seconds['pk'] / seconds['each']:>6.2f}")  # fmt: skip
+        print("outcomes, all packages:", dict(sorted(totals.items())))
+    if options.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
