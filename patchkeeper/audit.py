@@ -1,11 +1,13 @@
 """Read-only reconciliation of a Hermes cron ledger with the jobs the dashboard shows.
 
-Four checks, one report: executions that never started (and which of those are the
+Five checks, one report: executions that never started (and which of those are the
 "database is locked" loss of upstream issue #135487), jobs whose dashboard fields say healthy
-while their latest execution failed ("green but failing"), claims stuck in claimed/running, and
-counts per day. Nothing here writes: the ledger is opened with `mode=ro`, the jobs file is only
-read, and no upstream code is imported (loading upstream's jobs may rewrite jobs.json, and opening
-its ledger runs schema changes).
+while their latest execution failed ("green but failing"), claims stuck in claimed/running,
+counts per day, and executions booked failed as a lost fire claim whose delivery succeeded
+(seed 000, upstream #100401/#108341/#105861: the heartbeat waited on the fence its own run
+held). Nothing here writes: the ledger and the delivery queue are opened with `mode=ro`, the
+jobs file is only read, and no upstream code is imported (loading upstream's jobs may rewrite
+jobs.json, and opening its ledger runs schema changes).
 
 A check that could not run is reported in `unchecked` with its reason. It is never "clean": a
 ledger we could not read says nothing about lost jobs.
@@ -16,7 +18,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from enum import StrEnum
@@ -29,6 +32,8 @@ from patchkeeper.instants import parse_instant
 
 LEDGER_PATH = Path("cron") / "executions.db"
 JOBS_PATH = Path("cron") / "jobs.json"
+# The restart-safe workers' delivery queue (cron/delivery_queue.py): one row per execution id.
+DELIVERIES_PATH = Path("cron") / "deliveries.db"
 DEFAULT_STUCK_AFTER = timedelta(hours=2)
 DEFAULT_DAYS = 14
 # Short on purpose: an audit answers "could not check: locked" rather than queue behind a writer.
@@ -38,12 +43,20 @@ LOCKED_TEXT = "database is locked"
 # Refusals before start that are the scheduler working as designed, not a loss.
 REFUSAL_TEXTS = ("dispatch claim rejected", "fire claim lost")
 IN_FLIGHT = ("claimed", "running")
+# What the scheduler books when a renewal of the run's fire claim failed: "Fire claim ownership
+# lost; stale result was discarded." when the claim is another's, and its
+# `_OWNERSHIP_LOST_INTERRUPTED` text, which reads like a shutdown, when the claim is still the
+# run's own (the case of the fence bug, #105861, #108862).
+OWNERSHIP_LOST_TEXTS = ("fire claim ownership lost", "interrupted by shutdown before terminal")
+DELIVERED = "delivered"
 # Primary SQLite result codes that mean "someone else holds the lock" (not "broken").
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
 
 # Columns the audit reads when they exist; every check names the ones it cannot do without.
-_WANTED_COLUMNS = ("id", "job_id", "status", "claimed_at", "started_at", "error", "pid")
+_WANTED_COLUMNS = (
+    "id", "job_id", "status", "claimed_at", "started_at", "error", "pid", "delivery_outcome",
+)  # fmt: skip
 _BASE_COLUMNS = frozenset({"id", "job_id", "status", "claimed_at"})
 
 
@@ -52,6 +65,7 @@ class Check(StrEnum):
     GREEN_BUT_FAILING = "green_but_failing"
     STUCK = "stuck"
     PER_DAY = "per_day"
+    DELIVERED_BUT_LOST = "delivered_but_booked_lost"
 
 
 _NEEDS: dict[Check, frozenset[str]] = {
@@ -59,6 +73,7 @@ _NEEDS: dict[Check, frozenset[str]] = {
     Check.GREEN_BUT_FAILING: _BASE_COLUMNS | {"started_at"},
     Check.STUCK: _BASE_COLUMNS,
     Check.PER_DAY: _BASE_COLUMNS | {"started_at"},
+    Check.DELIVERED_BUT_LOST: _BASE_COLUMNS | {"error"},
 }
 
 
@@ -121,6 +136,19 @@ class StuckClaim:
 
 
 @dataclass(frozen=True)
+class DeliveredButLost:
+    """An execution booked failed as a lost fire claim whose message was delivered: a run that
+    did its work, recorded as a takeover (the heartbeat waited on its own fence)."""
+
+    execution_id: str
+    job_id: str
+    job_name: str | None
+    claimed_at: datetime
+    error: str
+    evidence: tuple[str, ...]  # where the delivery is recorded as delivered
+
+
+@dataclass(frozen=True)
 class DayCount:
     day: date
     executions: int
@@ -155,12 +183,16 @@ class AuditResult:
     per_day: tuple[DayCount, ...]
     unchecked: tuple[Unchecked, ...]
     jobs_unreadable: bool = False  # the jobs file is there but could not be read (torn?)
+    delivered_but_lost: tuple[DeliveredButLost, ...] = ()
+    ownership_lost: int = 0  # executions booked failed as a lost fire claim
+    deliveries: Path | None = None  # the delivery queue that was read; None: none there
 
     @property
     def anomalies(self) -> int:
         """Count of findings a person should look at (refusals before start are not)."""
         lost = sum(group.count for group in self.never_started if group.is_anomaly)
-        return lost + len(self.green_but_failing) + len(self.stuck)
+        found = len(self.green_but_failing) + len(self.stuck) + len(self.delivered_but_lost)
+        return lost + found
 
     @property
     def exit_code(self) -> int:
@@ -194,6 +226,7 @@ class Execution:
     started_at: datetime | None  # None when absent, or present but not a readable time
     error: str | None
     pid: int | None
+    delivery_outcome: str | None = None  # the ledger's own column, in versions that have it
 
     @property
     def never_started(self) -> bool:
@@ -305,30 +338,58 @@ def read_ledger(path: Path, busy_timeout: float) -> Ledger | None:
     """
     if not path.is_file():
         raise LedgerUnreadable(f"no ledger at {path}")
+    with _snapshot(path, busy_timeout, "ledger") as conn:
+        columns = _columns(conn, "executions")
+        if not columns:
+            return None
+        present = [name for name in _WANTED_COLUMNS if name in columns]
+        rows = conn.execute(f"SELECT {', '.join(present)} FROM executions").fetchall()
+    return _ledger_from_rows(columns, [dict(zip(present, row, strict=True)) for row in rows])
+
+
+def read_deliveries(path: Path, busy_timeout: float) -> dict[str, str] | None:
+    """Delivery status by execution id from the delivery queue (`deliveries`, and the
+    `delivery_tombstones` that keep the outcome of pruned rows); None when there is no queue
+    file (only restart-safe workers create it). Raises LedgerUnreadable as read_ledger does."""
+    if not path.is_file():
+        return None
+    statuses: dict[str, str] = {}
+    with _snapshot(path, busy_timeout, "delivery queue") as conn:
+        for table, column in (("delivery_tombstones", "terminal_status"), ("deliveries", "status")):
+            if {"execution_id", column} <= _columns(conn, table):  # a live row wins
+                rows = conn.execute(f"SELECT execution_id, {column} FROM {table}")
+                statuses.update((str(key), str(status)) for key, status in rows)
+    return statuses
+
+
+@contextmanager
+def _snapshot(path: Path, busy_timeout: float, what: str) -> Iterator[sqlite3.Connection]:
+    """One read-only snapshot of the SQLite file PATH (WHAT names it in errors). "Locked" is
+    decided by SQLite's result code, never by the message text."""
     try:
         conn = sqlite3.connect(
             f"file:{path}?mode=ro", uri=True, timeout=busy_timeout, isolation_level=None
         )
     except sqlite3.Error as exc:
-        raise LedgerUnreadable(f"cannot open ledger {path}: {exc}") from exc
+        raise LedgerUnreadable(f"cannot open {what} {path}: {exc}") from exc
     try:
-        conn.execute("BEGIN")  # one snapshot for the column probe and the rows
-        columns = frozenset(row[1] for row in conn.execute("PRAGMA table_info(executions)"))
-        if not columns:
-            return None
-        present = [name for name in _WANTED_COLUMNS if name in columns]
-        rows = conn.execute(f"SELECT {', '.join(present)} FROM executions").fetchall()
+        conn.execute("BEGIN")  # one snapshot for the column probes and the rows
+        yield conn
     except sqlite3.OperationalError as exc:
         if exc.sqlite_errorcode & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
             raise LedgerUnreadable(
                 f"database is locked: a writer held {path} for more than {busy_timeout:g} s"
             ) from exc
-        raise LedgerUnreadable(f"cannot read ledger {path}: {exc}") from exc
+        raise LedgerUnreadable(f"cannot read {what} {path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
-        raise LedgerUnreadable(f"cannot read ledger {path}: {exc}") from exc
+        raise LedgerUnreadable(f"cannot read {what} {path}: {exc}") from exc
     finally:
         conn.close()
-    return _ledger_from_rows(columns, [dict(zip(present, row, strict=True)) for row in rows])
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> frozenset[str]:
+    """TABLE's columns; empty when there is no such table."""
+    return frozenset(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
 
 
 def _ledger_from_rows(columns: frozenset[str], rows: list[dict[str, Any]]) -> Ledger:
@@ -353,6 +414,7 @@ def _ledger_from_rows(columns: frozenset[str], rows: list[dict[str, Any]]) -> Le
                 started_at=parse_instant(started_raw),
                 error=_text_or_none(row.get("error")),
                 pid=pid if isinstance(pid, int) else None,
+                delivery_outcome=_text_or_none(row.get("delivery_outcome")),
             )
         )
     return Ledger(columns, len(rows), tuple(executions), tuple(bad))
@@ -476,6 +538,42 @@ def find_stuck(
     return sorted(found, key=lambda claim: claim.since)
 
 
+def booked_ownership_lost(execution: Execution) -> bool:
+    """Booked failed because the scheduler believed another owner took the claim."""
+    error = (execution.error or "").casefold()
+    return execution.status == "failed" and any(text in error for text in OWNERSHIP_LOST_TEXTS)
+
+
+def find_delivered_but_lost(
+    executions: Iterable[Execution],
+    deliveries: Mapping[str, str] | None,
+    jobs: Mapping[str, Job],
+) -> list[DeliveredButLost]:
+    """Executions booked failed as a lost fire claim whose delivery is recorded as delivered:
+    in the ledger's own delivery_outcome, or in the delivery queue under the same execution id."""
+    found: list[DeliveredButLost] = []
+    for execution in executions:
+        if not booked_ownership_lost(execution):
+            continue
+        evidence = []
+        if (execution.delivery_outcome or "").casefold() == DELIVERED:
+            evidence.append("executions.delivery_outcome is delivered")
+        if deliveries is not None and deliveries.get(execution.id) == DELIVERED:
+            evidence.append(f"{DELIVERIES_PATH.name} says delivered")
+        if evidence:
+            found.append(
+                DeliveredButLost(
+                    execution_id=execution.id,
+                    job_id=execution.job_id,
+                    job_name=_job_name(jobs, execution.job_id),
+                    claimed_at=execution.claimed_at,
+                    error=execution.error or "",
+                    evidence=tuple(evidence),
+                )
+            )
+    return sorted(found, key=lambda item: (item.claimed_at, item.execution_id))
+
+
 def count_per_day(
     executions: Iterable[Execution], now: datetime, days: int, zone: tzinfo
 ) -> list[DayCount]:
@@ -521,6 +619,13 @@ def audit(
     runnable = _runnable_checks(ledger, jobs is not None, unchecked)
     executions = ledger.executions if ledger else ()
     known_jobs = jobs or {}
+    deliveries_path = home / DELIVERIES_PATH
+    deliveries = None
+    if Check.DELIVERED_BUT_LOST in runnable:
+        deliveries = _read_deliveries_or_report(deliveries_path, busy_timeout, unchecked)
+        if not _delivery_recorded_somewhere(ledger, deliveries, deliveries_path, unchecked):
+            runnable.remove(Check.DELIVERED_BUT_LOST)
+    delivered_check = Check.DELIVERED_BUT_LOST in runnable
     return AuditResult(
         home=home,
         ledger=ledger_path,
@@ -548,6 +653,11 @@ def audit(
         ),
         unchecked=tuple(unchecked),
         jobs_unreadable=jobs_unreadable,
+        delivered_but_lost=tuple(
+            find_delivered_but_lost(executions, deliveries, known_jobs) if delivered_check else ()
+        ),
+        ownership_lost=sum(map(booked_ownership_lost, executions)) if delivered_check else 0,
+        deliveries=deliveries_path if deliveries is not None else None,
     )
 
 
@@ -588,6 +698,39 @@ def _read_ledger_or_report(
         )
         unchecked.append(Unchecked(None, reason))
     return ledger
+
+
+def _read_deliveries_or_report(
+    path: Path, busy_timeout: float, unchecked: list[Unchecked]
+) -> dict[str, str] | None:
+    try:
+        return read_deliveries(path, busy_timeout)
+    except LedgerUnreadable as exc:
+        reason = f"could not check the delivery queue: {exc}"
+        unchecked.append(Unchecked(Check.DELIVERED_BUT_LOST, reason))
+        return None
+
+
+def _delivery_recorded_somewhere(
+    ledger: Ledger | None,
+    deliveries: dict[str, str] | None,
+    deliveries_path: Path,
+    unchecked: list[Unchecked],
+) -> bool:
+    """Whether executions booked as a lost fire claim can be compared with a delivery record; with
+    none of them there is nothing to compare, which is a clean result, not an unchecked one."""
+    lost = sum(map(booked_ownership_lost, ledger.executions)) if ledger else 0
+    if not lost or deliveries is not None or (ledger and "delivery_outcome" in ledger.columns):
+        return True
+    unchecked.append(
+        Unchecked(
+            Check.DELIVERED_BUT_LOST,
+            f"{lost} execution(s) booked failed as a lost fire claim, and no "
+            f"delivery record to compare them with (no {deliveries_path}, no delivery_outcome "
+            "column)",
+        )
+    )
+    return False
 
 
 def _runnable_checks(

@@ -11,6 +11,7 @@ is not ok: "could not check" never reads as healthy.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -324,6 +325,48 @@ def last_update_finding(install: Install) -> Finding:
     return _journal_finding(last_run[0])
 
 
+# ---------------------------------------------------------------- the fire-claim symptom
+
+
+def cron_home(install: Install) -> Path:
+    """The Hermes home whose cron ledger the install writes: HERMES_HOME, else the install's
+    parent (the installer puts the checkout at ~/.hermes/hermes-agent)."""
+    configured = os.environ.get("HERMES_HOME", "").strip()
+    return Path(configured).expanduser() if configured else install.path.parent
+
+
+def fire_claim_finding(install: Install) -> Finding:
+    """Runs booked failed as "fire claim ownership lost" whose delivery succeeded: the symptom
+    heartbeat-fence fixes. Read only, by audit's own check (`delivered_but_booked_lost`)."""
+    from patchkeeper import audit
+
+    home = cron_home(install)
+    if not (home / audit.LEDGER_PATH).is_file():
+        return Finding("fire claims", True, f"no cron ledger in {home}: nothing to read")
+    found = audit.audit(home)
+    if audit.Check.DELIVERED_BUT_LOST not in found.checked:
+        why = [
+            u.reason for u in found.unchecked if u.check in (None, audit.Check.DELIVERED_BUT_LOST)
+        ]
+        summary = f"not checked in {home}: {'; '.join(why) or 'no delivery record to compare'}"
+        return Finding("fire claims", True, summary)
+    lost = found.delivered_but_lost
+    if not lost:
+        summary = (
+            f"no delivered run booked as a lost fire claim ({found.ownership_lost} booked lost)"
+        )
+        return Finding("fire claims", True, summary)
+    summary = (
+        f'{len(lost)} run(s) delivered yet booked failed as "fire claim ownership lost": the '
+        "heartbeat waited on the fence its own run held; patch heartbeat-fence fixes it "
+        "(`patchkeeper audit` lists them)"
+    )
+    details = [
+        f"{item.execution_id} (job {item.job_name or item.job_id}): {item.error}" for item in lost
+    ]
+    return Finding("fire claims", False, summary, details[:5])
+
+
 # ---------------------------------------------------------------- all together
 
 
@@ -366,5 +409,6 @@ def diagnose(install_path: Path | None, patch_dir: Path, reason: str = "") -> Do
         _guarded("patches", lambda: patches_finding(context, patches)),
         _guarded("timeout budget", lambda: budget_finding(context)),
         _guarded("last update", lambda: last_update_finding(install)),
+        _guarded("fire claims", lambda: fire_claim_finding(install)),
     ]
     return DoctorReport(install.path, findings, patches)

@@ -8,6 +8,7 @@ from typing import Any
 from patchkeeper.audit import (
     AuditResult,
     Check,
+    DeliveredButLost,
     GreenButFailing,
     LossKind,
     NeverStartedGroup,
@@ -49,6 +50,9 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         "never_started": [_never_started_dict(group) for group in result.never_started],
         "green_but_failing": [_green_dict(item) for item in result.green_but_failing],
         "stuck": [_stuck_dict(claim) for claim in result.stuck],
+        "deliveries": None if result.deliveries is None else str(result.deliveries),
+        "ownership_lost": result.ownership_lost,
+        "delivered_but_booked_lost": [_delivered_dict(item) for item in result.delivered_but_lost],
         "per_day": [
             {
                 "day": count.day.isoformat(),
@@ -94,6 +98,17 @@ def _green_dict(item: GreenButFailing) -> dict[str, Any]:
     }
 
 
+def _delivered_dict(item: DeliveredButLost) -> dict[str, Any]:
+    return {
+        "execution_id": item.execution_id,
+        "job_id": item.job_id,
+        "job_name": item.job_name,
+        "claimed_at": item.claimed_at.isoformat(),
+        "error": item.error,
+        "evidence": list(item.evidence),
+    }
+
+
 def _stuck_dict(claim: StuckClaim) -> dict[str, Any]:
     return {
         "execution_id": claim.execution_id,
@@ -116,6 +131,7 @@ def render_text(result: AuditResult) -> str:
         _never_started_text(result),
         _green_text(result),
         _stuck_text(result),
+        _delivered_text(result),
         _per_day_text(result),
         _unchecked_text(result),
         _verdict(result),
@@ -199,6 +215,33 @@ def _stuck_text(result: AuditResult) -> str:
             f"{_when(claim.since, result.day_zone)} ({human_duration(claim.age)}), "
             f"execution {claim.execution_id[:12]}, pid {pid}"
         )
+    return "\n".join(lines)
+
+
+def _delivered_text(result: AuditResult) -> str:
+    title = "Delivered but booked failed as a lost fire claim (upstream #100401, #105861)"
+    if Check.DELIVERED_BUT_LOST not in result.checked:
+        return f"{title}: not checked"
+    where = "the ledger" if result.deliveries is None else f"the ledger and {result.deliveries}"
+    if not result.delivered_but_lost:
+        if not result.ownership_lost:
+            return f"{title}: none"
+        return (
+            f"{title}: none ({result.ownership_lost} booked so, none of them "
+            f"recorded as delivered in {where})"
+        )
+    lines = [f"{title}: {len(result.delivered_but_lost)} of {result.ownership_lost} booked lost"]
+    for item in result.delivered_but_lost:
+        lines.append(
+            f"  {_job(item.job_id, item.job_name)}: execution {item.execution_id[:12]} "
+            f"({_when(item.claimed_at, result.day_zone)}) booked failed, but "
+            f"{' and '.join(item.evidence)}"
+        )
+        lines.append(f"      error: {_short(item.error)}")
+    lines.append(
+        "  A delivered run booked as a takeover: the signature of a heartbeat that waited on the "
+        "fire fence its own run held (fixed upstream by PR #109310; patch heartbeat-fence)."
+    )
     return "\n".join(lines)
 
 

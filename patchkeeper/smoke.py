@@ -39,14 +39,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from patchkeeper import exitcodes
 from patchkeeper import outcomes as oc
 from patchkeeper.config import Settings
 from patchkeeper.errors import UserError
-from patchkeeper.install import Install
+from patchkeeper.install import Install, install_version
 from patchkeeper.lock import process_start_time
 from patchkeeper.outcomes import PatchResult
-from patchkeeper.patchset import SMOKE_NAME_RE, PatchSet
+from patchkeeper.patchset import SMOKE_NAME_RE, Patch, PatchFile, PatchSet
 from patchkeeper.processes import group_alive, run_in_group
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
@@ -481,16 +483,79 @@ def select_checks(patch_set: PatchSet, wanted: str | None) -> list[str]:
     return [wanted.removesuffix(".py")]
 
 
+def predates_every_variant(patch: Patch, version: Version) -> bool:
+    """VERSION is older than every variant of PATCH (each Applies-To has a lower bound above
+    it): no fix for a release this old exists yet, unlike a version past every range."""
+
+    def ahead(variant: PatchFile) -> bool:
+        specs = variant.applies_to
+        return specs is not None and any(
+            s.operator in (">=", ">") and not s.contains(version, prereleases=True) for s in specs
+        )
+
+    return bool(patch.variants) and all(ahead(v) for v in patch.variants)
+
+
+def unfixed_results(
+    patch_set: PatchSet, results: Iterable[PatchResult], version: Version | None
+) -> list[PatchResult]:
+    """The not-applicable results of patches whose every variant is for later releases.
+
+    Their fix has no variant here, yet the path it fixes is there: their checks still run, so
+    a run is never green while a check shows a known-broken path broken.
+    """
+    if version is None:
+        return []
+    unfixed = []
+    for result in results:
+        patch = patch_set.by_name(result.name)
+        if result.outcome == oc.NOT_APPLICABLE and patch and predates_every_variant(patch, version):
+            unfixed.append(result)
+    return unfixed
+
+
+def unfixed_notes(
+    patch_set: PatchSet, unfixed: Iterable[PatchResult], checks: Iterable[dict[str, Any]]
+) -> list[str]:
+    """For each unfixed patch whose check did not pass: which path failed, and why no fix
+    applies (the releases its variants are for)."""
+    failing = {c["name"]: c for c in checks if c["verdict"] != PASS}
+    notes = []
+    for result in unfixed:
+        patch = patch_set.by_name(result.name)
+        variants = patch.variants if patch else ()
+        named = dict.fromkeys(n.removesuffix(".py") for v in variants for n in v.smoke)
+        for name in (n for n in named if n in failing):
+            ranges = " or ".join(dict.fromkeys(str(v.applies_to) for v in variants))
+            said = "could not check" if failing[name]["verdict"] == ERROR else "failed"
+            detail = failing[name].get("detail") or ""
+            why = f": {detail}" if detail else f"; update upstream to a release for {ranges} first"
+            notes.append(
+                f"{result.name} has no fix for this release (its variants are for {ranges}), "
+                f"and its check {name} {said}{why}"
+            )
+    return notes
+
+
 def checks_for_patches(
-    patch_set: PatchSet, settings: Settings, results: Iterable[PatchResult]
+    patch_set: PatchSet,
+    settings: Settings,
+    results: Iterable[PatchResult],
+    version: Version | None = None,
 ) -> list[str]:
     """Checks named by the `Smoke:` headers of patches now in the install, then [smoke] checks.
 
     A patch counts when its content is there: written now, already applied, or upstream has it
-    (the check proves the fix works whoever ships it). Conflicts and not-applicable patches
-    name no checks: their fix is not there to prove.
+    (the check proves the fix works whoever ships it). Conflicts name no checks: their fix is
+    not there to prove. A not-applicable patch names its checks only when the install (at
+    VERSION) is older than every variant (`unfixed_results`): the path is there, unfixed.
     """
+    results = list(results)
+    unfixed = unfixed_results(patch_set, results, version)
     names: list[str] = []
+    for result in unfixed:
+        patch = patch_set.by_name(result.name)
+        names += [n for v in (patch.variants if patch else ()) for n in v.smoke]
     for result in results:
         if result.outcome in (*oc.FAILED, oc.NOT_APPLICABLE) or not result.variant:
             continue
@@ -528,5 +593,9 @@ def run_for_patches(
 
     A check named by a header but missing from smoke/ comes back as `error`, never skipped.
     """
-    names = checks_for_patches(patch_set, settings, results)
+    results = list(results)
+    version = None
+    if any(r.outcome == oc.NOT_APPLICABLE for r in results):
+        version = install_version(install, settings).version
+    names = checks_for_patches(patch_set, settings, results, version)
     return run_checks(install, settings, patch_set, names, on_progress)

@@ -349,7 +349,9 @@ def test_columns_missing_leave_only_those_checks_undone(home: Path) -> None:
     assert reasons[Check.NEVER_STARTED] == (
         "the executions table has no column error, started_at (older schema?)"
     )
-    assert set(reasons) == {Check.NEVER_STARTED, Check.GREEN_BUT_FAILING, Check.PER_DAY}
+    assert set(reasons) == {
+        Check.NEVER_STARTED, Check.GREEN_BUT_FAILING, Check.PER_DAY, Check.DELIVERED_BUT_LOST
+    }  # fmt: skip
     assert "Never started (no started_at): not checked" in render_text(result)
 
 
@@ -414,7 +416,9 @@ def test_bad_jobs_file_is_unchecked_and_the_ledger_still_audited(
     assert item.check is Check.GREEN_BUT_FAILING
     assert item.reason.startswith(f"could not check the jobs file: {path}: ")
     assert message in item.reason
-    assert result.checked == (Check.NEVER_STARTED, Check.STUCK, Check.PER_DAY)
+    assert result.checked == (
+        Check.NEVER_STARTED, Check.STUCK, Check.PER_DAY, Check.DELIVERED_BUT_LOST
+    )  # fmt: skip
     assert result.jobs_read is None and result.jobs_unreadable
     [group] = result.never_started
     assert (group.job_id, group.kind, group.job_name) == ("a", LossKind.LOCKED, None)
@@ -522,7 +526,9 @@ def test_cli_clean_exit_and_json_contract(home: Path) -> None:
     assert document["exit_code"] == 0
     assert document["anomalies"] == 0
     assert document["unchecked"] == []
-    assert document["checked"] == ["never_started", "green_but_failing", "stuck", "per_day"]
+    assert document["checked"] == [
+        "never_started", "green_but_failing", "stuck", "per_day", "delivered_but_booked_lost"
+    ]  # fmt: skip
     assert len(document["per_day"]) == 4
     assert sum(day["executions"] for day in document["per_day"]) == 6
     assert set(document) >= {"home", "ledger", "jobs_file", "now", "stuck_after_seconds"}
@@ -593,7 +599,9 @@ def test_cli_torn_jobs_file_is_could_not_check_exit_5(home: Path) -> None:
     assert item["reason"].startswith(
         f"could not check the jobs file: {path}: jobs file is not JSON"
     )
-    assert document["checked"] == ["never_started", "stuck", "per_day"]
+    assert document["checked"] == [
+        "never_started", "stuck", "per_day", "delivered_but_booked_lost"
+    ]  # fmt: skip
     assert [group["kind"] for group in document["never_started"]] == ["locked"]
     assert document["jobs_read"] is None
     text = run_cli("--home", home)

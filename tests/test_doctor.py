@@ -68,7 +68,7 @@ def test_unpatched_the_patches_and_the_budget_chain_do_not_hold(doctor_sandbox: 
     )
     assert budget["details"][0].startswith("ledger_adoption: run the worker path: pass, adopted")
     assert budget["facts"]["ledger_adoption"]["worker_retries"] is False
-    assert findings["patches"]["summary"] == "0 of 2 in place"
+    assert findings["patches"]["summary"] == "1 of 3 in place"  # heartbeat-fence: upstream's
     assert findings["last update"]["summary"].startswith("no update recorded")
 
 
@@ -120,7 +120,9 @@ def test_a_probe_that_cannot_check_is_not_ok(doctor_sandbox: Sandbox) -> None:
     )
     assert findings["timeout budget"].details == [
         "ledger_adoption: run the launcher: error, "
-        "cron.executions has no adopt_claimed_execution() (upstream renamed it?)"
+        "cron.executions has no adopt_claimed_execution() (upstream renamed it?)",
+        "fire_claim_heartbeat: heartbeat budget: pass, "
+        "heartbeat_fire_claim takes no fire fence: a slow delivery cannot starve it",
     ]
 
 
@@ -385,3 +387,38 @@ def test_an_install_whose_version_is_unknown_is_not_ok(sandbox: Sandbox) -> None
         "the version is unknown"
     )
     assert report.exit_code == 5
+
+
+def test_doctor_names_delivered_runs_booked_as_a_lost_fire_claim(doctor_sandbox: Sandbox) -> None:
+    """Issue 16: the symptom heartbeat-fence fixes, read from the ledger by audit's own check,
+    read only (the ledger's bytes are the same after)."""
+    from datetime import timedelta
+
+    from ledgers import NOW, create_ledger, execution, insert, job, write_jobs
+
+    from patchkeeper.doctor import fire_claim_finding
+
+    install = open_install(doctor_sandbox.install)
+    assert fire_claim_finding(install).ok  # no ledger yet: nothing to read
+    ledger = create_ledger(doctor_sandbox.home)
+    write_jobs(doctor_sandbox.home, [job("news")])
+    claimed = NOW - timedelta(hours=2)
+    lost = execution(
+        "news", "failed", claimed, started_at=claimed + timedelta(seconds=1),
+        error="Fire claim ownership lost; stale result was discarded.",
+        delivery_outcome="delivered",
+    )  # fmt: skip
+    insert(ledger, lost, execution("news", "completed", NOW - timedelta(hours=1)))
+    before = ledger.read_bytes()
+    finding = fire_claim_finding(install)
+    assert not finding.ok
+    assert finding.summary.startswith(
+        '1 run(s) delivered yet booked failed as "fire claim ownership lost"'
+    )
+    assert "patch heartbeat-fence fixes it" in finding.summary
+    assert finding.details == [
+        f"{lost['id']} (job job news): Fire claim ownership lost; stale result was discarded."
+    ]
+    assert ledger.read_bytes() == before
+    report, _ = diagnosed(doctor_sandbox)
+    assert "fire claims" in failing(report) and report.exit_code == 5

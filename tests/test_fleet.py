@@ -244,6 +244,7 @@ def test_a_clean_rollout_updates_every_host(fleet: Fleet) -> None:
         assert {p["name"]: p["outcome"] for p in row["patches"]} == {
             "adoption-retry": "applied-offset",
             "schema-once": "applied-offset",
+            "heartbeat-fence": "upstream-has-it",
         }
         assert row["exit_code"] == 0
     print(text)

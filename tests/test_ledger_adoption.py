@@ -24,8 +24,8 @@ from patchkeeper.patching import apply_patches
 from patchkeeper.patchset import load_patch_set
 
 CHECK = bundled_patches() / "smoke" / "ledger_adoption.py"
-STEPS = ("1 happy path", "2 compare-and-set", "3 lock stall", "4 error classification",
-         "5 schema once", "6 ledger emptied, recreated")  # fmt: skip
+STEPS = ("1 happy path", "2 compare-and-set", "3 lock stall", "4 error classification")
+SCHEMA_STEPS = ("1 schema once", "2 ledger emptied, recreated")  # ledger_schema.py's
 
 
 @pytest.fixture
@@ -58,16 +58,18 @@ def test_unpatched_the_stall_loses_the_hand_off_and_the_schema_reruns(
     proc = run_cli("smoke", "--install", ledger_sandbox.install, "--patches",
                    ledger_sandbox.patches, "--json")  # fmt: skip
     assert proc.returncode == 4, proc.stderr
-    (check,) = json.loads(proc.stdout)["checks"]
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["fire_claim_heartbeat"]["verdict"] == "pass"  # v0.21.3 has upstream's fix
+    check = checks["ledger_adoption"]
     steps = {s["name"]: s for s in check["steps"]}
-    assert [s["verdict"] for s in check["steps"]] == [
-        "pass", "pass", "fail", "pass", "fail", "pass"
-    ]  # fmt: skip
+    assert [s["verdict"] for s in check["steps"]] == ["pass", "pass", "fail", "pass"]
     assert check["verdict"] == "fail"
+    schema = checks["ledger_schema"]  # schema-once's own proof, its own verdict
+    assert [s["verdict"] for s in schema["steps"]] == ["fail", "pass"]
+    assert schema["steps"][0]["detail"].startswith("schema ran in 20 of 20 ledger calls")
     stall = steps["3 lock stall"]["detail"]
     assert "OperationalError: database is locked after 5." in stall
     assert "the hand-off is lost" in stall
-    assert steps["5 schema once"]["detail"].startswith("schema ran in 20 of 20 ledger calls")
     classified = steps["4 error classification"]["detail"]
     assert "corrupt file: raised at once" in classified
     assert "drifted table: raised at once" in classified
@@ -89,16 +91,18 @@ def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
     report = smoke.run_for_patches(
         install, settings, patch_set, applied.results, lambda n, t: progress.append((n, t))
     )
-    (result,) = report.results
-    assert report.exit_code == 0, result
+    results = {r.name: r for r in report.results}
+    # heartbeat-fence is upstream's at v0.21.3 with no variant for it: it names no check here
+    assert list(results) == ["ledger_adoption", "ledger_schema"]
+    assert report.exit_code == 0, report.results
+    result = results["ledger_adoption"]
     assert verdicts(result) == dict.fromkeys(STEPS, "pass")
+    assert verdicts(results["ledger_schema"]) == dict.fromkeys(SCHEMA_STEPS, "pass")
     assert result.extra["worker_path"].endswith("-> adopt_while_busy (cron.adoption_busy_retry)")
     stall = result.extra["latency_lock_stall_seconds"]
     assert 5.5 < stall < result.extra["grace_seconds"]  # past one busy timeout, then adopted
     assert "2 call(s)" in next(s.detail for s in result.steps if s.name == "3 lock stall")
-    assert next(s.detail for s in result.steps if s.name == "5 schema once").startswith(
-        "schema ran in 1 of 20"
-    )
+    assert results["ledger_schema"].steps[0].detail.startswith("schema ran in 1 of 20")
     assert ("ledger_adoption", "3 lock stall: pass") in [(n, t.split(" (")[0]) for n, t in progress]
     assert all(step.seconds is not None for step in result.steps)
 
@@ -132,8 +136,6 @@ def test_a_fix_that_retries_by_exception_class_fails_compare_and_set_and_classif
         "2 compare-and-set": "fail",
         "3 lock stall": "pass",
         "4 error classification": "fail",
-        "5 schema once": "fail",
-        "6 ledger emptied, recreated": "pass",
     }
     details = {s.name: s.detail for s in result.steps}
     assert details["2 compare-and-set"] == "a refusal was retried (3 adoption calls)"
@@ -253,3 +255,54 @@ def test_a_backport_that_forgets_the_gateway_hook_fails_the_stall_and_the_probe(
     gateway = next(s for s in probed.steps if s.name == "gateway passes its deadline")
     assert gateway.verdict == "fail"
     assert "writes no adoption_deadline" in gateway.detail
+
+
+def test_on_0_21_2_the_unfixed_path_fails_the_run_and_schema_once_is_proven(
+    tmp_path: Path,
+) -> None:
+    """adoption-retry has no variant before 0.21.3, yet the hand-off path is there and broken:
+    apply is never green and says why; schema-once's own check passes, so it is not blamed."""
+    from patchkeeper.demo.sandbox import build_sandbox
+
+    old = build_sandbox(tmp_path / "old", install_tag="v0.21.2")
+    proc = run_cli("apply", "--install", old.install, "--patches", old.patches, "--json")
+    assert proc.returncode == 4, proc.stdout
+    doc = json.loads(proc.stdout)
+    outcomes = {p["name"]: p["outcome"] for p in doc["patches"]}
+    assert outcomes == {
+        "adoption-retry": "not-applicable",
+        "schema-once": "applied-offset",
+        "heartbeat-fence": "applied-offset",
+    }
+    verdicts_seen = {c["name"]: c["verdict"] for c in doc["smoke"]["checks"]}
+    assert verdicts_seen == {
+        "ledger_adoption": "fail",
+        "ledger_schema": "pass",
+        "fire_claim_heartbeat": "pass",
+    }
+    assert not [n for n in doc["notes"] if "not proven" in n]
+    (unfixed,) = [n for n in doc["notes"] if n.startswith("adoption-retry ")]
+    assert unfixed.startswith(
+        "adoption-retry has no fix for this release (its variants are for >=0.21.3), and its "
+        "check ledger_adoption failed: 3 lock stall: the gateway waits 5 s for the ack"
+    )
+    assert unfixed.endswith("no worker fix fits in it, update Hermes to 0.21.3 first")
+
+
+def test_a_release_past_every_variant_runs_no_check_for_it(sandbox: Sandbox) -> None:
+    """Only an install older than every variant is 'unfixed': past every range, the patch is
+    retired by range and its check is not run."""
+    from packaging.version import Version
+
+    from patchkeeper.outcomes import PatchResult
+
+    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
+    retry.write_text(
+        retry.read_text().replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.21.3,<0.22\n")
+    )
+    patch_set = load_patch_set(sandbox.patches)
+    settings = load_settings(sandbox.patches)
+    results = [PatchResult("adoption-retry", "not-applicable")]
+    older = smoke.checks_for_patches(patch_set, settings, results, Version("0.21.2"))
+    newer = smoke.checks_for_patches(patch_set, settings, results, Version("0.23.0"))
+    assert (older, newer) == (["ledger_adoption"], [])

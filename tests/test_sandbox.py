@@ -25,6 +25,7 @@ from patchkeeper.errors import UserError
 PATCHSET = bundled_patches()  # the sandbox's patches/ is a copy of it
 ADOPTION = "adoption-retry/scheduler-0.21.patch"
 SCHEMA = "schema-once.patch"
+HEARTBEAT = "heartbeat-fence.patch"
 # Base fields name the real upstream commits the patches were written on, not sandbox shas.
 REAL_BASES = {
     ADOPTION: "00067189dfecf833d4d009c2dd977ae85cf800e0",
@@ -144,8 +145,12 @@ def test_builds_are_reproducible_and_patch_bases_name_real_upstream_commits(
 
 
 def test_patch_set_carries_the_bundled_smoke_checks(sandbox: Sandbox) -> None:
-    bundled = bundled_patches() / "smoke" / "ledger_adoption.py"
-    assert (sandbox.patches / "smoke" / bundled.name).read_bytes() == bundled.read_bytes()
+    checks = sorted((bundled_patches() / "smoke").glob("*.py"))
+    assert [c.name for c in checks] == [
+        "fire_claim_heartbeat.py", "ledger_adoption.py", "ledger_schema.py",
+    ]  # fmt: skip
+    for bundled in checks:
+        assert (sandbox.patches / "smoke" / bundled.name).read_bytes() == bundled.read_bytes()
 
 
 def test_a_copied_sandbox_points_at_itself(sandbox: Sandbox, sandbox_template: Sandbox) -> None:
@@ -203,6 +208,8 @@ def apply_check(
         (SCHEMA, "v0.22.1", "offset"),
         (SCHEMA, "v0.23.0", "offset"),
         (SCHEMA, "v0.24.0", "conflict"),
+        (HEARTBEAT, "v0.21.2", "offset"),  # before PR #109310: the heartbeat takes the fence
+        *((HEARTBEAT, tag, "upstream-has-it") for tag in TAGS[1:]),  # the fix, by content
     ],
 )
 def test_practice_patch_against_release(
@@ -242,10 +249,10 @@ def test_practice_patch_against_release(
 def upstream_has(patch: str) -> list[tuple[str, str, str]]:
     """The (file, scope, text) of each line of PATCH's Upstream-Has header."""
     text = (PATCHSET / patch).read_text()
-    block = re.search(r"^Upstream-Has:\n((?: .+\n)+)", text, re.MULTILINE)
+    block = re.search(r"^Upstream-Has:( .+)?\n((?: .+\n)*)", text, re.MULTILINE)
     assert block, f"{patch} has no Upstream-Has"
     claims = []
-    for line in block.group(1).splitlines():
+    for line in (block.group(1) or "").splitlines() + block.group(2).splitlines():
         target, needle = line.strip().split(": ", 1)
         path, _, scope = target.partition("::")
         claims.append((path, scope, needle))

@@ -14,13 +14,26 @@ from tests.helpers import bare_hermes_update, git, outcomes, run_cli, run_json, 
 
 WRITES = ("applied", "applied-offset", "merged-3way")
 EXPECTED = {  # the patches carry real upstream line numbers: an offset even at the base
-    "v0.21.2": {"adoption-retry": "not-applicable", "schema-once": "applied-offset"},
-    "v0.21.3": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.21.5": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.22.0": {"adoption-retry": "applied-offset", "schema-once": "applied-offset"},
-    "v0.22.1": {"adoption-retry": "conflict", "schema-once": "applied-offset"},
-    "v0.23.0": {"adoption-retry": "upstream-has-it", "schema-once": "applied-offset"},
-    "v0.24.0": {"adoption-retry": "upstream-has-it", "schema-once": "conflict"},
+    "v0.21.2": {
+        "adoption-retry": "not-applicable",
+        "schema-once": "applied-offset",
+        "heartbeat-fence": "applied-offset",  # before PR #109310
+    },
+    **{
+        tag: {
+            "adoption-retry": retry,
+            "schema-once": schema,
+            "heartbeat-fence": "upstream-has-it",  # PR #109310 is in, by content
+        }
+        for tag, retry, schema in (
+            ("v0.21.3", "applied-offset", "applied-offset"),
+            ("v0.21.5", "applied-offset", "applied-offset"),
+            ("v0.22.0", "applied-offset", "applied-offset"),
+            ("v0.22.1", "conflict", "applied-offset"),
+            ("v0.23.0", "upstream-has-it", "applied-offset"),
+            ("v0.24.0", "upstream-has-it", "conflict"),
+        )
+    },
 }
 
 
@@ -64,16 +77,20 @@ def test_apply_status_unapply_round_trip_keeps_user_edits(sandbox: Sandbox) -> N
     )
     code, doc = pk(sandbox, "status")
     assert (code, outcomes(doc)) == (5, pending(EXPECTED["v0.21.3"]))
-    assert [p["would"] for p in doc["patches"]] == list(EXPECTED["v0.21.3"].values())
+    assert [p["would"] for p in doc["patches"]] == [
+        word if word in WRITES else None for word in EXPECTED["v0.21.3"].values()
+    ]
 
     code, doc = pk(sandbox, "apply", "--no-smoke")
     assert (code, outcomes(doc)) == (0, EXPECTED["v0.21.3"])
     assert (install / "cron/adoption_busy_retry.py").is_file()
     assert (install / "cron/ledger_schema_once.py").is_file()
+    in_place = {**{name: "already-applied" for name in EXPECTED["v0.21.3"]},
+                "heartbeat-fence": "upstream-has-it"}  # fmt: skip
     code, doc = pk(sandbox, "apply")
-    assert (code, set(outcomes(doc).values())) == (0, {"already-applied"})
+    assert (code, outcomes(doc)) == (0, in_place)
     code, doc = pk(sandbox, "status")
-    assert (code, set(outcomes(doc).values())) == (0, {"already-applied"})
+    assert (code, outcomes(doc)) == (0, in_place)
 
     # A user edit inside a patched file, away from the patch's lines, survives unapply.
     scheduler = install / "cron/scheduler.py"
@@ -154,9 +171,23 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for words in ("status", "apply", "upstream-has-it", "conflict", "applied-offset", "Explore:"):
         assert words in proc.stdout
+    applying = proc.stdout[proc.stdout.index("== 2.") : proc.stdout.index("== 3.")]
+    assert "exit code: 4" in applying  # v0.21.2: the hand-off path is broken, no fix fits
+    assert "note: adoption-retry has no fix for this release" in applying
+    assert "update Hermes to 0.21.3 first" in applying and "not proven" not in applying
     update = proc.stdout[proc.stdout.index("== 5.") :]
-    assert "version  0.21.3 -> 0.21.5" in update and "your edits: restored 1 file(s)" in update
+    assert "version  0.21.2 -> 0.21.3" in update and "your edits: restored 1 file(s)" in update
+    assert re.search(r"heartbeat-fence +upstream-has-it", update)  # retired by content
+    assert "note: heartbeat-fence: upstream has it now: retire the patch" in update
+    assert re.search(r"adoption-retry +applied-offset", update)
     assert "smoke: pass" in update and "exit code: 0" in update
+    home = tmp_path / "demo" / "home"
+    assert f"Explore: HERMES_HOME={home} patchkeeper status --install " in proc.stdout
+    assert not (tmp_path / "demo" / "hermes-agent" / "home").exists()
+    assert f"Audit:   patchkeeper audit --home {home}" in proc.stdout
+    audited = run_cli("audit", "--home", home)  # the planted ledger, as the demo left it
+    assert audited.returncode == 5 and "Never started (no started_at): 1" in audited.stdout
+    assert f"Release: python -m patchkeeper.demo publish {tmp_path / 'demo'}" in proc.stdout
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
 
@@ -222,8 +253,8 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
     assert code == 3
     suites = ET.parse(junit).getroot().findall("testsuite")
     assert [(s.get("tests"), s.get("failures"), s.get("skipped")) for s in suites] == [
-        ("2", "1", "1"),
-        ("2", "0", "1"),
+        ("3", "1", "2"),
+        ("3", "0", "2"),
     ]
     failure = suites[0].find("testcase[@name='schema-once']/failure")
     assert failure is not None and failure.get("type") == "conflict"
@@ -232,3 +263,40 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
     assert "\x1b[" not in junit.read_text()  # never colour in a file
     assert suites[0].find("testcase[@name='adoption-retry']/skipped") is not None
     assert suites[1].find("testcase[@name='adoption-retry']/skipped") is not None
+    for suite in suites:  # upstream's own heartbeat fix is in both
+        assert suite.find("testcase[@name='heartbeat-fence']/skipped") is not None
+
+
+def test_the_planted_ledger_gives_audit_a_loss_and_a_green_but_failing_job(
+    sandbox: Sandbox,
+) -> None:
+    from patchkeeper.demo.ledger import LOST_JOB, plant_ledger
+
+    plant_ledger(sandbox.home)
+    before = tree_snapshot(sandbox.home)
+    code, doc = run_json("audit", "--home", str(sandbox.home))
+    assert code == 5
+    (lost,) = doc["never_started"]
+    assert (lost["job_id"], lost["kind"], lost["count"]) == (LOST_JOB, "locked", 1)
+    (green,) = doc["green_but_failing"]
+    assert (green["job_id"], green["last_status"]) == (LOST_JOB, "ok")
+    assert tree_snapshot(sandbox.home) == before  # audit only reads
+
+
+def test_publish_releases_the_next_practice_version(sandbox: Sandbox) -> None:
+    def publish(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "patchkeeper.demo", "publish", str(sandbox.root), *args]
+        return subprocess.run(command, capture_output=True, text=True, check=False)
+
+    assert sandbox.published() == "v0.21.3"
+    proc = publish()
+    assert proc.returncode == 0 and proc.stdout.startswith("published v0.21.5"), proc.stderr
+    assert git(sandbox.origin, "rev-parse", "main") == git(
+        sandbox.origin, "rev-parse", "v0.21.5^{commit}"
+    )
+    assert publish("v0.24.0").returncode == 0 and sandbox.published() == "v0.24.0"
+    last = publish()
+    assert last.returncode == 2 and "no practice release after v0.24.0" in last.stderr
+    wrong = publish("v9.9.9")
+    assert wrong.returncode == 2 and "not a sandbox release" in wrong.stderr
+    assert "Traceback" not in last.stderr + wrong.stderr

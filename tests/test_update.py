@@ -124,7 +124,11 @@ def test_update_carries_patches_and_user_edits_to_a_new_version(box: Sandbox) ->
     box.publish("v0.22.0")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
-    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}
+    assert outcomes_of(doc) == {
+        "adoption-retry": "applied-offset",
+        "schema-once": "applied-offset",
+        "heartbeat-fence": "upstream-has-it",  # PR #109310 is in from v0.21.3
+    }
     assert user_edits_present(box)
     assert git(box.install, "stash", "list") == ""
     assert doc["install"]["head_before"] != doc["install"]["head_after"]
@@ -175,8 +179,10 @@ def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> 
     assert outcomes_of(doc) == {
         "adoption-retry": "upstream-has-it",
         "schema-once": "applied-offset",
+        "heartbeat-fence": "upstream-has-it",
     }
     assert any("adoption-retry" in n and "retire" in n for n in doc["notes"])
+    assert any("heartbeat-fence" in n and "retire" in n for n in doc["notes"])
     assert doc["install"]["version_after"] == "0.23.0"  # read from the new version file
     assert any("v0.23.0" in n and "tagged" in n for n in doc["notes"])
 
@@ -440,4 +446,8 @@ def test_a_smoke_check_that_fails_or_cannot_check_is_exit_4(
     code, doc = pk_json(box, "update")
     assert (code, doc["smoke"]["status"]) == (4, status), doc["smoke"]
     assert doc["smoke"]["checks"][0]["name"] == "probe"
-    assert outcomes_of(doc) == {"adoption-retry": "applied-offset", "schema-once": "applied-offset"}
+    assert outcomes_of(doc) == {
+        "adoption-retry": "applied-offset",
+        "schema-once": "applied-offset",
+        "heartbeat-fence": "upstream-has-it",  # PR #109310 is in from v0.21.3
+    }

@@ -64,10 +64,13 @@ def command(
 ) -> int:
     """Check the cron ledger for jobs that silently did not run.
 
-    Reads HOME/cron/executions.db (read-only) and HOME/cron/jobs.json and reports executions
-    that never started (separating "database is locked" losses from designed refusals), jobs
-    the dashboard shows green while their latest execution failed, claims stuck in
-    claimed/running, and counts per day. Never writes anything.
+    Reads HOME/cron/executions.db and HOME/cron/deliveries.db (read-only) and
+    HOME/cron/jobs.json and reports executions that never started (separating "database is
+    locked" losses from designed refusals), jobs the dashboard shows green while their latest
+    execution failed, claims stuck in claimed/running, counts per day, and executions booked
+    failed as a lost fire claim ("fire claim ownership lost", or the "Interrupted by shutdown"
+    text it books when the claim was still the run's own) whose delivery succeeded. Never writes
+    anything.
 
     Exit 0 when everything was checked and nothing is wrong; 5 when something needs attention
     or could not be checked (a locked or missing ledger is never "clean"); 2 on bad input.

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from patchkeeper import nextstep
+from patchkeeper import exitcodes, nextstep
+from patchkeeper import outcomes as oc
 from patchkeeper.checking import check_refs
 from patchkeeper.commands.check import render_table
 from patchkeeper.commands.common import json_option
@@ -23,6 +25,9 @@ from patchkeeper.report import emit_json, patch_json, use_colour
 from patchkeeper.update import UpdateOptions, run_update
 from patchkeeper.verdict import tree_exit_code
 from patchkeeper.workspace import Workspace, locked_for_writing
+
+if TYPE_CHECKING:
+    from patchkeeper.demo.sandbox import Sandbox
 
 
 class Narration:
@@ -50,6 +55,47 @@ class Narration:
             render_tree(report, step)
 
 
+START_TAG = "v0.21.2"  # before upstream's heartbeat fix and before #110192's ack wait
+NEXT_TAG = "v0.21.3"  # upstream's heartbeat fix is in; adoption-retry has its variant
+
+
+def show_apply(tell: Narration, workspace: Workspace) -> None:
+    """`apply` as the command runs it: write what applies, then the checks of what was
+    written and of fixes with no variant for a release this old; its exit says the truth."""
+    from patchkeeper import smoke
+    from patchkeeper.commands.apply import prove
+
+    install, settings, patch_set = workspace.install, workspace.settings, workspace.patch_set
+    with locked_for_writing(workspace, "apply", wait=0):
+        report = apply_patches(install, settings, patch_set)
+        written = [r for r in report.results if r.outcome in oc.WRITES]
+        unfixed = smoke.unfixed_results(patch_set, report.results, report.version.version)
+        proof = prove(workspace, written, unfixed, skip=False, quiet=True)
+    report.notes += smoke.unfixed_notes(patch_set, unfixed, proof.checks)
+    code = tree_exit_code(report.results, pending_needs_attention=False)
+    if proof.status in (smoke.FAIL, smoke.ERROR):
+        code = exitcodes.worst(code, exitcodes.SMOKE_FAILED)
+    if tell.as_json:
+        # a step document is `apply --json`'s without its smoke: the notes say what failed
+        tell.steps.append({"step": "apply", "exit_code": code, **tree_json(report)})
+        return
+    render_tree(report, "apply")
+    tell.echo(f"smoke: {proof.status}")
+    tell.echo(f"exit code: {code}")
+    tell.echo(
+        f"  Exit {code} is the truth on {START_TAG}: no adoption-retry variant fits a launcher\n"
+        "  that waits 5 s for the ack, and its check shows that path broken. schema-once and\n"
+        "  heartbeat-fence are proven by their own checks. The way out is the update below."
+    )
+
+
+def explore_line(sandbox: Sandbox) -> str:
+    """The command to go on with, HERMES_HOME set: without it the practice updater (run by
+    `update`) would fall back to `home/` inside the checkout and write there."""
+    status = nextstep.command("status", install=sandbox.install, patches=sandbox.patches)
+    return f"HERMES_HOME={shlex.quote(str(sandbox.home))} {status}"
+
+
 @click.command("demo")
 @click.option(
     "--dir",
@@ -71,11 +117,14 @@ def command(directory: Path | None, as_json: bool) -> int:
     Example:
       patchkeeper demo --dir /tmp/pk-demo
     """
-    from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, build_sandbox
+    from patchkeeper.demo.ledger import plant_ledger
+    from patchkeeper.demo.sandbox import TAGS, build_sandbox
 
     tell = Narration(as_json)
     root = directory or Path(tempfile.mkdtemp(prefix="patchkeeper-demo-"))
-    sandbox = build_sandbox(root)
+    sandbox = build_sandbox(root, install_tag=START_TAG)
+    os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
+    plant_ledger(sandbox.home)  # something for `audit` to find
     patch_set = load_patch_set(sandbox.patches)
     settings = load_settings(patch_set.root)
     install = open_install(sandbox.install)
@@ -83,10 +132,12 @@ def command(directory: Path | None, as_json: bool) -> int:
     tell.say(f"A practice upstream was built in {root}")
     tell.echo(
         f"  origin.git    a bare 'upstream' with releases {', '.join(TAGS)}\n"
-        f"  hermes-agent  the install: a shallow clone at {INSTALL_TAG}, like the real installer\n"
+        f"  hermes-agent  the install: a shallow clone at {START_TAG}, like the real installer\n"
         "  patches       the bundled Hermes patch set: adoption-retry (retry ledger adoption\n"
-        "                while SQLite is busy) and schema-once (initialise the schema once per\n"
-        "                process), written against the real upstream's lines"
+        "                while SQLite is busy, for 0.21.3 on), schema-once (initialise the schema\n"
+        "                once per process) and heartbeat-fence (the fire-claim heartbeat must not\n"
+        "                wait on the fence its own run holds; upstream fixed it in 0.21.3),\n"
+        "                written against the real upstream's lines"
     )
 
     tell.say(
@@ -95,10 +146,13 @@ def command(directory: Path | None, as_json: bool) -> int:
     status = worktree_status(install, settings, patch_set)
     tell.tree("status", status, pending_needs_attention=True)
 
-    tell.say("2. apply: every patch is tried in a scratch index, then written in one step")
-    tell.tree("apply", apply_patches(install, settings, patch_set), pending_needs_attention=False)
+    tell.say(
+        f"2. apply on {START_TAG}: the fixes that apply there are written, then every check runs"
+    )
+    workspace = Workspace(settings, install, patch_set)
+    show_apply(tell, workspace)
 
-    tell.say("3. status again: both fixes are in place and recorded under .git/patchkeeper/")
+    tell.say("3. status again: the fixes are in place and recorded under .git/patchkeeper/")
     status = worktree_status(install, settings, patch_set)
     tell.tree("status", status, pending_needs_attention=True)
 
@@ -122,20 +176,19 @@ def command(directory: Path | None, as_json: bool) -> int:
         render_table(reports)
 
     tell.say(
-        "5. upstream releases v0.21.5 (code moves around the hook points); the timer runs\n"
-        "   `patchkeeper update`, not `hermes update`"
+        f"5. upstream releases {NEXT_TAG} with its own heartbeat fix (PR #109310); the timer\n"
+        "   runs `patchkeeper update`, not `hermes update`"
     )
     tell.echo(
         "  The operator also has an edit of their own (hermes_constants.py). patchkeeper takes\n"
         "  its patches out, keeps the edit in a ref, runs ./hermes update, puts every patch\n"
-        "  back, merges the edit back and runs the ledger smoke check, which holds the ledger's\n"
-        "  write lock for 7 s on purpose: the fixed worker must still adopt its job."
+        "  back: heartbeat-fence is retired by content (upstream-has-it), adoption-retry now\n"
+        "  applies. It merges the edit back and runs the smoke checks; the ledger check holds\n"
+        "  the ledger's write lock for 7 s on purpose: the fixed worker must still adopt its job."
     )
     constants = sandbox.install / "hermes_constants.py"
     constants.write_text(constants.read_text() + "# operator: local note\n")
-    sandbox.publish("v0.21.5")
-    os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
-    workspace = Workspace(settings, install, patch_set)
+    sandbox.publish(NEXT_TAG)
     with locked_for_writing(workspace, "update", wait=0) as lock:
         report = run_update(workspace, lock, UpdateOptions(as_json=as_json))
     code = report.exit_code()  # the demo's main job tells the truth too
@@ -159,6 +212,10 @@ def command(directory: Path | None, as_json: bool) -> int:
         "                   (the file, hunk and expected lines are shown above)\n"
         "  upstream-has-it  upstream now contains the fix: retire the patch\n"
         "\n"
-        f"Explore: {nextstep.command('status', install=sandbox.install, patches=sandbox.patches)}"
+        f"Explore: {explore_line(sandbox)}\n"
+        f"Audit:   patchkeeper audit --home {shlex.quote(str(sandbox.home))}"
+        "   (a planted ledger: a job lost to 'database is locked')\n"
+        f"Release: python -m patchkeeper.demo publish {shlex.quote(str(sandbox.root))}"
+        "   (the next practice release, for the next `update`)"
     )
     return code

@@ -16,9 +16,12 @@ release history at the hook points, and what each does to the bundled patches:
     v0.21.2  like real 0.21.0-0.21.2: the launcher waits a hard-coded 5 s for the ack, does
              not import HANDOFF_ADOPTION_GRACE_SECONDS, and compares the argv list
              tools.process_registry returns: adoption-retry is not-applicable (Applies-To
-             >=0.21.3); schema-once applies
+             >=0.21.3); schema-once applies; the fire-claim heartbeat renews through the
+             fire fence its run holds (before upstream PR #109310): heartbeat-fence applies
     v0.21.3  like real 0.21.3 (PR #110192): the ack wait is the 30 s grace, the launcher reads
-             the dispatch mode: both patches apply; the sandbox installs this release
+             the dispatch mode: adoption-retry and schema-once apply; the heartbeat renews
+             under the jobs lock only (PR #109310): heartbeat-fence is upstream-has-it from
+             here on (scoped probe); the sandbox installs this release
     v0.21.5  code moved down: both apply at an offset
     v0.22.0  more code moved down: both apply at an offset
     v0.22.1  upstream wires its own adopt_with_retry in the worker only (the launcher writes
@@ -89,6 +92,20 @@ class Sandbox:
         """Release TAG upstream: move origin's main to it (a later `hermes update` gets it)."""
         _known_tag(tag)
         _git(["update-ref", "refs/heads/main", f"refs/tags/{tag}^{{commit}}"], self.origin)
+
+    def published(self) -> str | None:
+        """The release origin's main is at (None: main is at no release tag)."""
+        main = _git(["rev-parse", "refs/heads/main"], self.origin)
+        return next(
+            (t for t in TAGS if _git(["rev-parse", f"{t}^{{commit}}"], self.origin) == main), None
+        )
+
+    def next_release(self) -> str:
+        """The release after the published one."""
+        current = self.published()
+        if current is None or current == TAGS[-1]:
+            raise UserError(f"{self.origin}: no practice release after {current or 'main'}")
+        return TAGS[TAGS.index(current) + 1]
 
     def fetch_tags(self) -> None:
         """Fetch every release tag into the install (for `check --ref TAG`).
