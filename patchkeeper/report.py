@@ -121,7 +121,8 @@ _AUDIT = {
     "home": None, "ledger": None, "jobs_file": None, "now": None, "stuck_after_seconds": None,
     "days": None, "day_zone": None, "executions_read": 0, "jobs_read": 0, "checked": [],
     "unchecked": [], "anomalies": 0, "never_started": [], "green_but_failing": [], "stuck": [],
-    "per_day": [], "patches": [],
+    "deliveries": None, "ownership_lost": 0, "delivered_but_booked_lost": [], "per_day": [],
+    "patches": [],
 }  # fmt: skip
 _LEFTOVERS = {
     "leftovers": [], "updater_backups": [], "leftover": None, "clean": None, "written": [],

@@ -35,7 +35,9 @@ def test_apply_after_a_parked_keep_stash_update_is_exit_5_with_a_working_command
 
     code, document = run_json("apply", *where)
     assert code == 5, document
-    assert {p["outcome"] for p in document["patches"]} <= {"applied", "applied-offset"}
+    outcomes = {p["name"]: p["outcome"] for p in document["patches"]}
+    assert outcomes.pop("heartbeat-fence") == "upstream-has-it"  # upstream's own fix at 0.21.3
+    assert set(outcomes.values()) <= {"applied", "applied-offset"}
     [note] = [n for n in document["notes"] if n.startswith("leftover ")]
     assert "hermes-update-autostash-" in note
     command = note.rsplit("; restore: ", 1)[1]
