@@ -60,6 +60,7 @@ TAIL_LINES = 20
 UPSTREAM_LOG = "upstream.log"  # in the run's folder: the updater's output, whoever reads it
 # Outcomes after which a patch's content is back in the tree (or no longer needed).
 BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
+SMOKE_PHASE = jr.PHASES.index("smoke") + 1
 
 
 # ---------------------------------------------------------------- result model
@@ -124,7 +125,7 @@ class LeftoverAction:
 
 @dataclass
 class SmokeReport:
-    status: str  # not-configured, pass, fail, error
+    status: str  # not-run (phase 8 did not run), not-configured, pass, fail, error
     detail: str = ""
     checks: list[dict[str, str]] = field(default_factory=list)
     python: dict[str, Any] | None = None  # which interpreter ran them (smoke.interpreter_facts)
@@ -146,7 +147,7 @@ class UpdateReport:
     leftovers: list[LeftoverAction] = field(default_factory=list)
     tree: TreeReport | None = None
     restore: RestoreResult | None = None
-    smoke: SmokeReport = field(default_factory=lambda: SmokeReport("not-configured"))
+    smoke: SmokeReport = field(default_factory=lambda: SmokeReport("not-run"))
     post: list[CommandResult] = field(default_factory=list)
     attention: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -313,7 +314,13 @@ class UpdateRun:
             record.seconds = round(time.monotonic() - started, 3)
 
     def skip(self, number: int, why: str) -> None:
-        self.report.phases.append(PhaseRecord(number, jr.phase_name(number), "skipped", 0, why))
+        """A phase that does not run, said in the progress like one that does (no jump from
+        [1/10] to [3/10]); a skipped smoke phase reports `not-run`, never `not-configured`."""
+        name = jr.phase_name(number)
+        self.say(f"[{number}/{len(jr.PHASES)}] {name}: skipped ({why})")
+        self.report.phases.append(PhaseRecord(number, name, "skipped", 0, why))
+        if number == SMOKE_PHASE:
+            self.report.smoke = SmokeReport("not-run", why)
 
     # -- phases 1-4
 
@@ -809,6 +816,7 @@ class UpdateRun:
         if self.journal.before_ref and not self.journal.extra.get("keep_before"):
             git.run(["update-ref", "-d", self.journal.before_ref], self.install.path, check=False)
         shutil.rmtree(self.journal.run_dir(self.state_dir) / STATE_BACKUP, ignore_errors=True)
+        self._report_own_leftovers()
         self.report.finished = True
         # For status and doctor, later: whether the update asked for happened, and how to retry.
         self.journal.extra["exit_code"] = self.report.exit_code()
@@ -817,6 +825,16 @@ class UpdateRun:
         self.journal.extra["head_after"] = self.report.head_after
         jr.save(self.state_dir, self.journal)
         jr.finish(self.state_dir, self.journal)
+
+    def _report_own_leftovers(self) -> None:
+        """The refs this run leaves behind (edits that conflicted, a kept snapshot) are
+        leftovers once it is finished: listed here as `patchkeeper leftovers` lists them."""
+        if not (self.journal.edits_ref or self.journal.extra.get("keep_before")):
+            return  # nothing of this run's is left: no ref lookup
+        for item in lo.run_leftovers(self.install, self.ws.patch_set, self.journal.id):
+            action = LeftoverAction(item, "kept", "left by this update for you")
+            action.command = item.restore_command(self.install, patches=self.ws.patch_set.root)
+            self.report.leftovers.append(action)
 
     def _blocked_report(self, what: str, how: str) -> UpdateReport:
         """Stop before phase 6; the journal stays, so `recover` finishes the run later."""
