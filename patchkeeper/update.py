@@ -51,7 +51,7 @@ from patchkeeper.scratch import (
 )
 from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
-from patchkeeper.version import adopt_remote_tags
+from patchkeeper.version import adopt_remote_tags, version_from_worktree
 from patchkeeper.workspace import Workspace
 from patchkeeper.worktree_writer import write_trees
 
@@ -663,7 +663,14 @@ class UpdateRun:
             save_applied(self.state_dir, {**records, **kept}, diffs)
 
     def _learn_release_tags(self) -> None:
-        """Name the new version right (variants depend on it) though the updater fetched no tags."""
+        """Name the new version right (variants depend on it) though the updater fetched no tags.
+
+        Only `git describe` needs the release tags; it is asked only when neither
+        [install] version_command nor version_file gives a version. A version file that states
+        one in the new release settles it, so origin is not asked (a network round trip)."""
+        version_file = self.ws.settings.version_file
+        if version_file and version_from_worktree(self.install.path, version_file).version:
+            return
         try:
             adopted = adopt_remote_tags(self.install.path)
         except git.GitError as exc:
