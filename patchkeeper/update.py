@@ -666,10 +666,13 @@ class UpdateRun:
         """Name the new version right (variants depend on it) though the updater fetched no tags.
 
         Only `git describe` needs the release tags; it is asked only when neither
-        [install] version_command nor version_file gives a version. A version file that states
-        one in the new release settles it, so origin is not asked (a network round trip)."""
+        [install] version_command nor version_file gives a version. So origin is not asked (a
+        network round trip) when a version file states one in the new release, nor when the
+        new HEAD carries a release tag here already (the updater's fetch brought it)."""
         version_file = self.ws.settings.version_file
         if version_file and version_from_worktree(self.install.path, version_file).version:
+            return
+        if git.out(["tag", "--points-at", "HEAD", "--list", "v[0-9]*"], self.install.path):
             return
         try:
             adopted = adopt_remote_tags(self.install.path)

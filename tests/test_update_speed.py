@@ -165,18 +165,21 @@ def test_merge_back_touches_only_the_paths_in_the_edits_ref(tmp_path: Path) -> N
     assert (install / "f3.py").read_text() == "left by the updater\n"
 
 
-@pytest.mark.parametrize("version_file", [False, True], ids=["describe", "version-file"])
+@pytest.mark.parametrize("case", ["branch-only", "version-file", "tags-followed"])
 def test_origin_is_asked_for_release_tags_only_when_the_version_needs_them(
-    tmp_path: Path, version_file: bool
+    tmp_path: Path, case: str
 ) -> None:
-    """`git describe` needs the new release's tag (the updater fetched none); a version file
-    that states the version does not, and then no round trip to origin is made for tags."""
+    """`git describe` needs the new release's tag when the updater fetched the branch only;
+    a version file that states the version does not, nor a fetch that brought the tag along:
+    then no round trip to origin is made for tags."""
     upstream, install, patches = setup(tmp_path)
-    commit_files(upstream, {"VERSION": "__version__ = \"1.2.0\"\n"}, "release 1.2.0")
+    commit_files(upstream, {"VERSION": '__version__ = "1.2.0"\n'}, "release 1.2.0")
     git(upstream, "tag", "v1.2.0")
     config = patches / "patchkeeper.toml"
-    text = config.read_text().replace('"-q"]', '"-q", "--no-tags"]')  # a branch-only updater
-    if version_file:
+    text = config.read_text()
+    if case != "tags-followed":
+        text = text.replace('"-q"]', '"-q", "--no-tags"]')  # a branch-only updater
+    if case == "version-file":
         text = text.replace("[install]\n", '[install]\nversion_file = "VERSION"\n')
     config.write_text(text)
     assert pk("apply", "--install", install, "--patches", patches).returncode == 0
@@ -188,6 +191,6 @@ def test_origin_is_asked_for_release_tags_only_when_the_version_needs_them(
     code, doc = proc.returncode, json.loads(proc.stdout)
     assert code == 0, proc.stdout + proc.stderr
     assert doc["install"]["version_after"] == "1.2.0"
-    assert traced(trace, "ls-remote --tags origin 'refs/tags/v*'") == (0 if version_file else 1)
-    tags = git(install, "tag", "--list", "v1.2.0")
-    assert tags == ("" if version_file else "v1.2.0")
+    asked = traced(trace, "ls-remote --tags origin 'refs/tags/v*'")
+    assert asked == (1 if case == "branch-only" else 0)
+    assert git(install, "tag", "--list", "v1.2.0") == ("" if case == "version-file" else "v1.2.0")
