@@ -23,17 +23,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from patchkeeper import exitcodes, git, gitlocks, nextstep
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper import outcomes as oc
-from patchkeeper.checking import RefReport, check_ref
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.engine import split_hunks
 from patchkeeper.errors import PatchkeeperError, UserError
-from patchkeeper.freshness import FETCH_TIMEOUT, Freshness, freshen
 from patchkeeper.install import (
     Install,
     install_version,
@@ -54,6 +52,10 @@ from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_appl
 from patchkeeper.version import adopt_remote_tags, version_from_worktree
 from patchkeeper.workspace import Workspace
 from patchkeeper.worktree_writer import write_trees
+
+if TYPE_CHECKING:  # imported where used: only a --preview run checks a ref or fetches
+    from patchkeeper.checking import RefReport
+    from patchkeeper.freshness import Freshness
 
 DEFAULT_TIMEOUT = 3600.0
 TAIL_LINES = 20
@@ -343,6 +345,8 @@ class UpdateRun:
 
         def body() -> str:
             nonlocal stop
+            from patchkeeper.checking import check_ref
+
             problem = self._freshen(ref)
             if problem:
                 stop = True
@@ -369,6 +373,8 @@ class UpdateRun:
         """Fetch REF's branch first when it is a remote-tracking ref, so the preview never
         passes on stale data (freshness.py). When the fetch fails: stop, saying how old the ref
         is and how to preview it as it is (--force), or with --force go on with a note."""
+        from patchkeeper.freshness import FETCH_TIMEOUT, freshen
+
         timeout = min(self.options.timeout or DEFAULT_TIMEOUT, FETCH_TIMEOUT)
         fresh = freshen(self.install.path, ref, timeout)
         self.report.preview_fetch = fresh
