@@ -410,8 +410,8 @@ class UpdateRun:
 
     def set_aside(self) -> str:
         """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
-        head = self.journal.old_head
-        head_tree = lo.tree_of(self.install.path, head)
+        head, repo = self.journal.old_head, self.install.path
+        head_tree = lo.tree_of(repo, head)
         records = load_applied(self.state_dir)
         snapshot = lo.worktree_tree(self.install, self._recorded_paths(records))
         index_dirty = git.run(["diff", "--cached", "--quiet"], self.install.path, check=False)
@@ -426,7 +426,7 @@ class UpdateRun:
         )
         self._set_ref("before", before)
         jr.checkpoint("3.1")
-        edits_tree = self._strip_patches(snapshot, records)
+        edits_tree = self._strip_patches(snapshot, head_tree, records)
         if edits_tree != head_tree:
             edits = lo.commit_tree(
                 self.install.path,
@@ -442,7 +442,7 @@ class UpdateRun:
         jr.checkpoint("3.4")
         if index_dirty.returncode != 0 or not plain_index(self.install.git_dir / "index"):
             git.run(["reset", "-q"], self.install.path)  # else the index is HEAD's already
-        changed = lo.changed_paths(self.install.path, head_tree, edits_tree)
+        changed = [] if edits_tree == head_tree else lo.changed_paths(repo, head_tree, edits_tree)
         kept = f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
         return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
 
@@ -471,14 +471,13 @@ class UpdateRun:
         if (self.state_dir / WRITTEN_DIR).is_dir():
             shutil.copytree(self.state_dir / WRITTEN_DIR, target / WRITTEN_DIR)
 
-    def _strip_patches(self, snapshot: str, records: dict) -> str:
+    def _strip_patches(self, snapshot: str, head_tree: str, records: dict) -> str:
         """The snapshot without what patchkeeper wrote (latest first); drifted content stays."""
         order = [p.name for p in self.ws.patch_set.patches]
         order += sorted(set(records) - set(order))
         not_reversed: dict[str, set[str]] = {}
         names = [name for name in reversed(order) if name in records]
         diffs = {name: written_diff(self.state_dir, records[name]) for name in names}
-        head_tree = lo.tree_of(self.install.path, self.journal.old_head)
         if not names:
             return snapshot  # nothing of patchkeeper's to take out
         if self._only_patches(snapshot, head_tree, names, diffs):
