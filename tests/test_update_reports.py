@@ -10,14 +10,7 @@ import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.journal import PHASES
-from tests.test_update import (
-    PROCESS_ID_LINE,
-    applied,
-    pk,
-    pk_json,
-    quiet,
-    with_user_edits,
-)
+from tests.test_update import applied, pk, pk_json, quiet, with_conflicting_edit
 
 
 @pytest.fixture
@@ -26,12 +19,7 @@ def box(sandbox: Sandbox) -> Sandbox:
 
 
 def test_the_leftovers_an_update_leaves_are_in_its_own_report(box: Sandbox) -> None:
-    applied(box)
-    with_user_edits(box)
-    executions = box.install / "cron/executions.py"
-    executions.write_text(executions.read_text().replace(
-        PROCESS_ID_LINE, PROCESS_ID_LINE + "_LOCAL_STATES = ('unknown','lost')\n"))  # fmt: skip
-    box.publish("v0.22.0")
+    with_conflicting_edit(box)
     code, doc = pk_json(box, "update")
     assert code == 5, doc["attention"]
     listed = pk_json(box, "leftovers")[1]["leftovers"]
