@@ -349,9 +349,12 @@ def _unmerged_leftover(install: Install) -> list[Leftover]:
     return [leftover]
 
 
-def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
+def _set_aside_leftovers(
+    repo: Path, exclude_run: str | None, only_run: str | None = None
+) -> list[Leftover]:
     """Refs of finished updates that hold content for a person, and the old content of files
-    an interrupted tree write found changed since (worktree_writer.py)."""
+    an interrupted tree write found changed since (worktree_writer.py); ONLY_RUN: that run's
+    refs alone."""
     raw = git.out(
         [
             "for-each-ref",
@@ -366,7 +369,7 @@ def _set_aside_leftovers(repo: Path, exclude_run: str | None) -> list[Leftover]:
         ref, sha, stamp = line.split("\0")
         run_id = ref.removeprefix(f"{jr.REF_PREFIX}/").rsplit("/", 1)[0]
         ours = ref.startswith(INTERRUPTED_PREFIX) or ref.endswith(SET_ASIDE_REFS)
-        if not ours or run_id == exclude_run:
+        if not ours or run_id == exclude_run or only_run not in (None, run_id):
             continue
         leftover = _content_leftover(
             repo, kind=SET_ASIDE, label=ref, rev=sha, created=float(stamp), untracked=False
@@ -442,6 +445,15 @@ def find_leftovers(
         classify_content(install.path, leftover, patch_set)
     _note_parked_receipts(install, found)
     return found + _unmerged_leftover(install)
+
+
+def run_leftovers(install: Install, patch_set: PatchSet, run_id: str) -> list[Leftover]:
+    """What the finished update RUN_ID leaves for a person (its refs that still hold content),
+    as `patchkeeper leftovers` will list it, so the update's report names it too."""
+    found = _set_aside_leftovers(install.path, None, only_run=run_id)
+    for leftover in found:
+        classify_content(install.path, leftover, patch_set)
+    return found
 
 
 def note_leftovers(results: Iterable[PatchResult], leftovers: list[Leftover]) -> None:

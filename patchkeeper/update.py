@@ -23,17 +23,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from patchkeeper import exitcodes, git, gitlocks, nextstep
 from patchkeeper import journal as jr
 from patchkeeper import leftovers as lo
 from patchkeeper import outcomes as oc
-from patchkeeper.checking import RefReport, check_ref
 from patchkeeper.config import CONFIG_NAME
 from patchkeeper.engine import split_hunks
 from patchkeeper.errors import PatchkeeperError, UserError
-from patchkeeper.freshness import FETCH_TIMEOUT, Freshness, freshen
 from patchkeeper.install import (
     Install,
     install_version,
@@ -51,15 +49,20 @@ from patchkeeper.scratch import (
 )
 from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
-from patchkeeper.version import adopt_remote_tags
+from patchkeeper.version import adopt_remote_tags, version_from_worktree
 from patchkeeper.workspace import Workspace
 from patchkeeper.worktree_writer import write_trees
+
+if TYPE_CHECKING:  # imported where used: only a --preview run checks a ref or fetches
+    from patchkeeper.checking import RefReport
+    from patchkeeper.freshness import Freshness
 
 DEFAULT_TIMEOUT = 3600.0
 TAIL_LINES = 20
 UPSTREAM_LOG = "upstream.log"  # in the run's folder: the updater's output, whoever reads it
 # Outcomes after which a patch's content is back in the tree (or no longer needed).
 BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
+SMOKE_PHASE = jr.PHASES.index("smoke") + 1
 
 
 # ---------------------------------------------------------------- result model
@@ -124,7 +127,7 @@ class LeftoverAction:
 
 @dataclass
 class SmokeReport:
-    status: str  # not-configured, pass, fail, error
+    status: str  # not-run (phase 8 did not run), not-configured, pass, fail, error
     detail: str = ""
     checks: list[dict[str, str]] = field(default_factory=list)
     python: dict[str, Any] | None = None  # which interpreter ran them (smoke.interpreter_facts)
@@ -146,7 +149,7 @@ class UpdateReport:
     leftovers: list[LeftoverAction] = field(default_factory=list)
     tree: TreeReport | None = None
     restore: RestoreResult | None = None
-    smoke: SmokeReport = field(default_factory=lambda: SmokeReport("not-configured"))
+    smoke: SmokeReport = field(default_factory=lambda: SmokeReport("not-run"))
     post: list[CommandResult] = field(default_factory=list)
     attention: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -313,7 +316,13 @@ class UpdateRun:
             record.seconds = round(time.monotonic() - started, 3)
 
     def skip(self, number: int, why: str) -> None:
-        self.report.phases.append(PhaseRecord(number, jr.phase_name(number), "skipped", 0, why))
+        """A phase that does not run, said in the progress like one that does (no jump from
+        [1/10] to [3/10]); a skipped smoke phase reports `not-run`, never `not-configured`."""
+        name = jr.phase_name(number)
+        self.say(f"[{number}/{len(jr.PHASES)}] {name}: skipped ({why})")
+        self.report.phases.append(PhaseRecord(number, name, "skipped", 0, why))
+        if number == SMOKE_PHASE:
+            self.report.smoke = SmokeReport("not-run", why)
 
     # -- phases 1-4
 
@@ -336,6 +345,8 @@ class UpdateRun:
 
         def body() -> str:
             nonlocal stop
+            from patchkeeper.checking import check_ref
+
             problem = self._freshen(ref)
             if problem:
                 stop = True
@@ -362,6 +373,8 @@ class UpdateRun:
         """Fetch REF's branch first when it is a remote-tracking ref, so the preview never
         passes on stale data (freshness.py). When the fetch fails: stop, saying how old the ref
         is and how to preview it as it is (--force), or with --force go on with a note."""
+        from patchkeeper.freshness import FETCH_TIMEOUT, freshen
+
         timeout = min(self.options.timeout or DEFAULT_TIMEOUT, FETCH_TIMEOUT)
         fresh = freshen(self.install.path, ref, timeout)
         self.report.preview_fetch = fresh
@@ -397,8 +410,8 @@ class UpdateRun:
 
     def set_aside(self) -> str:
         """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
-        head = self.journal.old_head
-        head_tree = lo.tree_of(self.install.path, head)
+        head, repo = self.journal.old_head, self.install.path
+        head_tree = lo.tree_of(repo, head)
         records = load_applied(self.state_dir)
         snapshot = lo.worktree_tree(self.install, self._recorded_paths(records))
         index_dirty = git.run(["diff", "--cached", "--quiet"], self.install.path, check=False)
@@ -413,7 +426,7 @@ class UpdateRun:
         )
         self._set_ref("before", before)
         jr.checkpoint("3.1")
-        edits_tree = self._strip_patches(snapshot, records)
+        edits_tree = self._strip_patches(snapshot, head_tree, records)
         if edits_tree != head_tree:
             edits = lo.commit_tree(
                 self.install.path,
@@ -429,7 +442,7 @@ class UpdateRun:
         jr.checkpoint("3.4")
         if index_dirty.returncode != 0 or not plain_index(self.install.git_dir / "index"):
             git.run(["reset", "-q"], self.install.path)  # else the index is HEAD's already
-        changed = lo.changed_paths(self.install.path, head_tree, edits_tree)
+        changed = [] if edits_tree == head_tree else lo.changed_paths(repo, head_tree, edits_tree)
         kept = f"your edits ({len(changed)} file(s)) in {self.journal.edits_ref}"
         return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
 
@@ -458,14 +471,13 @@ class UpdateRun:
         if (self.state_dir / WRITTEN_DIR).is_dir():
             shutil.copytree(self.state_dir / WRITTEN_DIR, target / WRITTEN_DIR)
 
-    def _strip_patches(self, snapshot: str, records: dict) -> str:
+    def _strip_patches(self, snapshot: str, head_tree: str, records: dict) -> str:
         """The snapshot without what patchkeeper wrote (latest first); drifted content stays."""
         order = [p.name for p in self.ws.patch_set.patches]
         order += sorted(set(records) - set(order))
         not_reversed: dict[str, set[str]] = {}
         names = [name for name in reversed(order) if name in records]
         diffs = {name: written_diff(self.state_dir, records[name]) for name in names}
-        head_tree = lo.tree_of(self.install.path, self.journal.old_head)
         if not names:
             return snapshot  # nothing of patchkeeper's to take out
         if self._only_patches(snapshot, head_tree, names, diffs):
@@ -656,7 +668,17 @@ class UpdateRun:
             save_applied(self.state_dir, {**records, **kept}, diffs)
 
     def _learn_release_tags(self) -> None:
-        """Name the new version right (variants depend on it) though the updater fetched no tags."""
+        """Name the new version right (variants depend on it) though the updater fetched no tags.
+
+        Only `git describe` needs the release tags; it is asked only when neither
+        [install] version_command nor version_file gives a version. So origin is not asked (a
+        network round trip) when a version file states one in the new release, nor when the
+        new HEAD carries a release tag here already (the updater's fetch brought it)."""
+        version_file = self.ws.settings.version_file
+        if version_file and version_from_worktree(self.install.path, version_file).version:
+            return
+        if git.out(["tag", "--points-at", "HEAD", "--list", "v[0-9]*"], self.install.path):
+            return
         try:
             adopted = adopt_remote_tags(self.install.path)
         except git.GitError as exc:
@@ -809,6 +831,7 @@ class UpdateRun:
         if self.journal.before_ref and not self.journal.extra.get("keep_before"):
             git.run(["update-ref", "-d", self.journal.before_ref], self.install.path, check=False)
         shutil.rmtree(self.journal.run_dir(self.state_dir) / STATE_BACKUP, ignore_errors=True)
+        self._report_own_leftovers()
         self.report.finished = True
         # For status and doctor, later: whether the update asked for happened, and how to retry.
         self.journal.extra["exit_code"] = self.report.exit_code()
@@ -817,6 +840,16 @@ class UpdateRun:
         self.journal.extra["head_after"] = self.report.head_after
         jr.save(self.state_dir, self.journal)
         jr.finish(self.state_dir, self.journal)
+
+    def _report_own_leftovers(self) -> None:
+        """The refs this run leaves behind (edits that conflicted, a kept snapshot) are
+        leftovers once it is finished: listed here as `patchkeeper leftovers` lists them."""
+        if not (self.journal.edits_ref or self.journal.extra.get("keep_before")):
+            return  # nothing of this run's is left: no ref lookup
+        for item in lo.run_leftovers(self.install, self.ws.patch_set, self.journal.id):
+            action = LeftoverAction(item, "kept", "left by this update for you")
+            action.command = item.restore_command(self.install, patches=self.ws.patch_set.root)
+            self.report.leftovers.append(action)
 
     def _blocked_report(self, what: str, how: str) -> UpdateReport:
         """Stop before phase 6; the journal stays, so `recover` finishes the run later."""

@@ -107,7 +107,10 @@ def test_a_drifted_record_falls_back_to_one_by_one_and_is_kept_with_the_edits(
     trace = tmp_path / "trace"
     env = {"GIT_TRACE": str(trace)}
     proc = pk("update", "--install", install, "--patches", patches, "--json", env=env)
-    # on its paths alone (fails: drift), all at once on the tree (fails), then each
+    # set-aside, on its paths alone (fails: drift), all at once on the tree (fails), then each
+    # (what the updater runs after it, and the kept ref's classification, are not counted)
+    set_aside = trace.read_text().split("built-in: git pull", 1)[0]
+    trace.write_text(set_aside)
     assert traced(trace, "apply --cached -v --reverse") == 1 + 1 + 3
     document = json.loads(proc.stdout)
     assert proc.returncode == 5
@@ -163,3 +166,34 @@ def test_merge_back_touches_only_the_paths_in_the_edits_ref(tmp_path: Path) -> N
     assert text.startswith("new 1\nnew 2\n") and text.endswith("my tail\n")
     assert "f0 20 fixed" in text
     assert (install / "f3.py").read_text() == "left by the updater\n"
+
+
+@pytest.mark.parametrize("case", ["branch-only", "version-file", "tags-followed"])
+def test_origin_is_asked_for_release_tags_only_when_the_version_needs_them(
+    tmp_path: Path, case: str
+) -> None:
+    """`git describe` needs the new release's tag when the updater fetched the branch only;
+    a version file that states the version does not, nor a fetch that brought the tag along:
+    then no round trip to origin is made for tags."""
+    upstream, install, patches = setup(tmp_path)
+    commit_files(upstream, {"VERSION": '__version__ = "1.2.0"\n'}, "release 1.2.0")
+    git(upstream, "tag", "v1.2.0")
+    config = patches / "patchkeeper.toml"
+    text = config.read_text()
+    if case != "tags-followed":
+        text = text.replace('"-q"]', '"-q", "--no-tags"]')  # a branch-only updater
+    if case == "version-file":
+        text = text.replace("[install]\n", '[install]\nversion_file = "VERSION"\n')
+    config.write_text(text)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    trace = tmp_path / "trace"
+    proc = pk(
+        "update", "--json", "--install", install, "--patches", patches,
+        env={"GIT_TRACE": str(trace)},
+    )  # fmt: skip
+    code, doc = proc.returncode, json.loads(proc.stdout)
+    assert code == 0, proc.stdout + proc.stderr
+    assert doc["install"]["version_after"] == "1.2.0"
+    asked = traced(trace, "ls-remote --tags origin 'refs/tags/v*'")
+    assert asked == (1 if case == "branch-only" else 0)
+    assert git(install, "tag", "--list", "v1.2.0") == ("" if case == "version-file" else "v1.2.0")
