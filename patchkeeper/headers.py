@@ -11,8 +11,11 @@ Users bring the series they already have, so the header is read the way its writ
 
 What does not stop the diff from being read is a warning (file and line), never a refusal:
 only patchkeeper's own fields (`Applies-To`, `Smoke`, ...) are strict, since the engine acts
-on them. A file with no diff at all and nothing that looks like one is an empty patch: quilt
-applies it as empty, and so does patchkeeper (said as such).
+on them, and a line that only looks like one of them (`Applies To:`, `Applies-To :`), or one
+written after the `---` line, is a problem too: read as text, it would silently drop a range.
+A file with no diff at all and nothing that looks like one is an empty patch: quilt applies
+it as empty, and so does patchkeeper (said as such); one whose header says a diff was meant
+(our own fields, `---`, a diffstat, a mail header) is truncated, not empty.
 """
 
 from __future__ import annotations
@@ -44,6 +47,17 @@ _FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]*(.*)$")
 MBOX_RE = re.compile(r"^From [0-9a-f]{40} ")
 _SUBJECT_TAG_RE = re.compile(r"^\[[^]]*PATCH[^]]*\]\s*")
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# One of our own field names, whatever its case and the spaces, `-` or `_` in and after it.
+_OWN_LOOKALIKE_RE = re.compile(
+    r"^\s*(?:"
+    + "|".join(
+        f"(?P<{key.replace('-', '_')}>" + r"[\s_-]*".join(key.split("-")) + ")"
+        for key in sorted(OUR_FIELDS)
+    )
+    + r")\s*:",
+    re.IGNORECASE,
+)
+_DIFFSTAT_RE = re.compile(r"^ \S.* \| +(\d+ ?[-+]*|Bin .*)$|^ \d+ files? changed")
 _DIFF_LIKE = ("diff ", "--- ", "+++ ", "@@ ", "Index: ", "GIT binary patch", "Binary files ")
 
 
@@ -160,7 +174,12 @@ def parse_header(path: Path, lines: list[str]) -> Header:
             match = None  # a bare URL (`https://...`) is text, not a field named "https"
         if line[:1] in (" ", "\t") and line.strip() and reader.last is not None:
             reader.fold(line)
-        elif not line.strip():
+            index += 1
+            continue
+        if (lookalike := _own_lookalike(line, match)) is not None:
+            why = f"{line.strip()[:60]!r} is not read as {lookalike}: write '{lookalike}: VALUE'"
+            reader.problems.append(Problem(path, index + 1, why))
+        if not line.strip():
             in_fields, reader.last = False, None
             reader.free.append("")
         elif match and (in_fields or _known(match[1].lower())):
@@ -170,6 +189,7 @@ def parse_header(path: Path, lines: list[str]) -> Header:
             reader.free.append(line)
         index += 1
     while index < len(lines) and not diff_starts(lines, index):
+        reader.problems += _own_field_after_separator(path, lines, index)
         index += 1  # a `---` separator, a diffstat, quilt's `Index:` and `====` lines
     values = {key: tuple(found) for key, found in reader.values.items()}
     if "subject" in values:  # a mail's subject, with or without the mbox line
@@ -183,3 +203,42 @@ def parse_header(path: Path, lines: list[str]) -> Header:
 
 def _known(key: str) -> bool:
     return key in _KNOWN or key.startswith(("bug-", "x-"))
+
+
+def _own_lookalike(line: str, match: re.Match[str] | None) -> str | None:
+    """Our own field's name when LINE is written like it but is not it (`Applies To:`,
+    `Applies-To :`, `applies_to:`), or None."""
+    if match is not None and match[1].lower() in OUR_FIELDS:
+        return None  # the field itself
+    return _lookalike_name(line)
+
+
+def _lookalike_name(line: str) -> str | None:
+    """The own field LINE starts with, however spaced and cased, as we write it; or None."""
+    lookalike = _OWN_LOOKALIKE_RE.match(line)
+    if lookalike is None:
+        return None
+    key = str(lookalike.lastgroup)
+    return "-".join(part.capitalize() for part in key.split("_"))
+
+
+def _own_field_after_separator(path: Path, lines: list[str], index: int) -> list[Problem]:
+    """A problem when LINES[INDEX], between the `---` line and the diff, is one of our own
+    fields: git and quilt skip what stands there, so its range or check would vanish."""
+    if (name := _lookalike_name(lines[index])) is None:
+        return []
+    why = f"{name} after the '---' line is not read: move it above '---'"
+    return [Problem(path, index + 1, why)]
+
+
+def empty_patch(header: Header, lines: list[str]) -> bool:
+    """Whether a file without a diff is an empty patch (as quilt applies it) rather than a
+    truncated one: it carries none of our own fields, no `---` line, no diffstat and no mail
+    header (the mbox line, or a mail field DEP-3 does not have, such as `Date`)."""
+    mail = bool(lines) and MBOX_RE.match(lines[0]) is not None
+    return not (
+        mail
+        or header.values.keys() & (OUR_FIELDS | (MAIL_FIELDS - DEP3_FIELDS))
+        or "---" in lines
+        or any(_DIFFSTAT_RE.match(line) for line in lines)
+    )

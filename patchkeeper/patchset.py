@@ -20,9 +20,9 @@ from pathlib import Path, PurePosixPath
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from patchkeeper.headers import HUNK_RE, Header, looks_like_diff, parse_header
+from patchkeeper.headers import HUNK_RE, Header, empty_patch, looks_like_diff, parse_header
 from patchkeeper.problems import Problem, raise_first
-from patchkeeper.variant_overlap import VariantChoice, overlap_problems
+from patchkeeper.variant_overlap import VariantChoice, bounds, overlap_problems
 from patchkeeper.version import PEP440, VersionScheme
 
 SERIES_NAME = "series"
@@ -448,6 +448,8 @@ def _specifier(
         return None, Problem(path, line, why)
     if not str(spec):
         return None, Problem(path, line, f"empty specifier set in {key}")
+    if bounds(spec).empty:
+        return None, Problem(path, line, f"{key.title()} {_shown(fields[key])} admits no version")
     return spec, None
 
 
@@ -496,10 +498,12 @@ def _condition(entry: str) -> tuple[ContentCondition | None, str | None]:
         target = entry[:-1]
     elif not separator:
         return None, f"Upstream-Has condition {entry!r} is not 'PATH: TEXT'"
-    target, _, scope = target.partition("::")
+    target, scoped, scope = target.partition("::")
     unsafe = unsafe_file(target)
     if unsafe:
         return None, f"Upstream-Has path {target!r}: {unsafe}"
+    if scoped and not scope:
+        return None, f"Upstream-Has scope after {target + '::'!r} is empty: name it, or drop '::'"
     if scope and not _SCOPE_RE.fullmatch(scope):
         return None, f"Upstream-Has scope {scope!r} is not a Python name (NAME or Class.method)"
     if not text.strip():
@@ -771,6 +775,8 @@ def parse_patch_file(
     ):
         warnings.append(Problem(path, 1, "the header has no Description (or Subject)"))
     empty = diff_start >= len(lines) and not looks_like_diff(lines)
+    if empty and not empty_patch(header, lines):
+        return None, [*problems, _truncated(path, lines)]
     if empty:
         warnings.append(Problem(path, 1, "no diff: an empty patch, applied as empty"))
         diff, files = b"", []
@@ -822,6 +828,13 @@ def parse_patch_file(
         warnings=tuple(warnings),
         empty=empty,
     ), []
+
+
+def _truncated(path: Path, lines: list[str]) -> Problem:
+    """A file with a header that says a diff was meant, and none: cut short, not empty (as an
+    empty patch it would count as already applied, its smoke check never run)."""
+    last = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=1)
+    return Problem(path, last, "no diff after its header: truncated?")
 
 
 # ---------------------------------------------------------------- the whole set

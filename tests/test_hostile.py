@@ -185,7 +185,7 @@ def test_control_characters_from_a_patch_are_escaped_in_errors(repo: Path, tmp_p
 
 def test_a_file_name_with_a_newline_is_escaped(repo: Path, tmp_path: Path) -> None:
     patches = write_patch_set(tmp_path / "ps", {"fix/a.patch": patch_text(good_diff(repo))})
-    (patches / "fix" / "evil\nname\x1b[31m.patch").write_text("Description: x\n---\n")
+    (patches / "fix" / "evil\nname\x1b[31m.patch").write_text(patch_text(good_diff(repo)))
     proc = cli("apply", "--install", repo, "--patches", patches)
     line = assert_refused(proc, "evil\\nname\\x1b[31m.patch")
     assert "\x1b" not in line
