@@ -134,7 +134,9 @@ def judge_merge(
     AFTER: the target's content of the patch's files before and after the merge.
 
     A block counts as written twice when the merge leaves it more often than before and it
-    stood there already (a block the patch moves stands as often after as before)."""
+    stood there already (a block the patch moves stands as often after as before); twice at
+    its place when an old copy stands inside the hunk's span around the copy the merge wrote
+    (`_at_place`), elsewhere otherwise."""
     sections = list(sections)
     if all(before.get(path) == after.get(path) for path, _ in sections):
         return Refusal(True, "a 3-way merge changes nothing: upstream has it already")
