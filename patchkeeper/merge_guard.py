@@ -106,9 +106,22 @@ def _positions(target: list[str]) -> dict[str, list[int]]:
 
 
 def _changed(old_lines: list[str], new_lines: list[str]) -> list[range]:
-    """The line ranges of NEW_LINES the merge wrote (inserted or replaced)."""
-    opcodes = SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes()
-    return [range(j1, j2) for tag, _, _, j1, j2 in opcodes if tag in ("insert", "replace")]
+    """The line ranges of NEW_LINES the merge wrote (inserted or replaced). The common head
+    and tail are cut off first: the matcher is quadratic on files of repeated lines."""
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old_lines), len(new_lines)) - head and (
+        old_lines[-1 - tail] == new_lines[-1 - tail]
+    ):
+        tail += 1
+    old_mid = old_lines[head : len(old_lines) - tail]
+    new_mid = new_lines[head : len(new_lines) - tail]
+    opcodes = SequenceMatcher(None, old_mid, new_mid, autojunk=False).get_opcodes()
+    return [
+        range(head + j1, head + j2) for tag, _, _, j1, j2 in opcodes if tag in ("insert", "replace")
+    ]
 
 
 def _at_place(block: Block, copy: int, old_copies: list[int]) -> bool:
