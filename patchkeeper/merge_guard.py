@@ -1,17 +1,23 @@
 """Before a 3-way merge is accepted: does it write a change upstream already has?
 
 `git apply --3way` succeeds wherever the merge has no textual conflict. When upstream took
-a fix in a slightly different shape (other context, a moved block), neither a forward nor a
-reverse apply is exact, and the merge happily inserts the fix's lines a second time next to
-upstream's own copy (measured on xz-utils' `index.c` at 5.8.4 and jq 1.8.2). A merge that
-changes nothing at all is upstream having it too. So the merge's result is compared with
-the target before it: the lines each hunk adds are looked for in the target as it was.
+a fix in a slightly different shape (other context, the block a few lines away), neither a
+forward nor a reverse apply is exact, and the merge happily inserts the fix's lines a second
+time next to upstream's own copy (measured on xz-utils' `index.c` at 5.8.4 and jq 1.8.2). A
+merge that changes nothing at all is upstream having it too. So the merge's result is
+compared with the target before it: each block a hunk adds is looked for in the target.
 
-- Nothing changed, or the merge writes every block the patch adds a second time (at least
-  `EVIDENCE` telling lines in all): `upstream-has-it`; the merge is dropped.
-- Some blocks written twice and others new, or one telling line alone with nothing new:
-  unclear, so `conflict` with the reason; the merge is dropped. A person looks, nothing is
-  written twice.
+A block is written a second time *at its place* when the merge writes a new copy and an old
+copy stands inside the hunk's span around it: between the hunk's first and last context line
+as the merge result holds them, or past the hunk's edge where its context is cut short by the
+file's start or end (a hunk there has fewer context lines on that side). The same lines
+elsewhere in the file (a guard another function has too) prove nothing about this hunk.
+
+- Nothing changed, or the merge writes every block the patch adds a second time at its place
+  (at least `EVIDENCE` telling lines in all): `upstream-has-it`; the merge is dropped.
+- Some blocks written twice and others new, a block doubled only elsewhere in the file, or
+  one telling line alone with nothing new: unclear, so `conflict` with the reason; the merge
+  is dropped. A person looks, nothing is written twice.
 - No block written twice (or one telling line among new ones, which may stand anywhere):
   the merge stands (`merged-3way`).
 
@@ -21,10 +27,13 @@ blanks: a lone `}` or an empty line stands in every file and proves nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 EVIDENCE = 2  # telling lines that must already be there before upstream is said to have it
+_HEADER = re.compile(rb"^@@ -(\d+)")
 
 
 @dataclass(frozen=True)
@@ -35,36 +44,58 @@ class Refusal:
     detail: str
 
 
+@dataclass(frozen=True)
+class Block:
+    """A run of added lines, with the hunk's new-side lines before and after it. OPEN_START /
+    OPEN_END: the hunk's context is cut short there by the file's start or end."""
+
+    lines: list[str]
+    lead: list[str]
+    trail: list[str]
+    open_start: bool
+    open_end: bool
+
+
 def _telling(line: str) -> bool:
     text = line.strip()
     return len(text) >= 4 and any(char.isalnum() for char in text)
 
 
-def added_blocks(hunks: Iterable[bytes]) -> list[list[str]]:
+def _hunk_blocks(hunk: bytes) -> list[Block]:
+    header, *body = hunk.decode(errors="replace").split("\n")
+    body = [line for line in body if line and not line.startswith("\\")]
+    new_side = [(line[0], line[1:].rstrip()) for line in body if line[0] in " +"]
+    lead_ctx = next((i for i, line in enumerate(body) if line[0] != " "), len(body))
+    trail_ctx = next((i for i, line in enumerate(reversed(body)) if line[0] != " "), len(body))
+    found = _HEADER.match(header.encode())
+    at_start = lead_ctx < trail_ctx or (found is not None and int(found.group(1)) <= 1)
+    blocks: list[Block] = []
+    at = 0
+    while at < len(new_side):
+        if new_side[at][0] != "+":
+            at += 1
+            continue
+        end = at
+        while end < len(new_side) and new_side[end][0] == "+":
+            end += 1
+        texts = [text for _, text in new_side]
+        blocks.append(Block(texts[at:end], texts[:at], texts[end:], at_start, trail_ctx < lead_ctx))
+        at = end
+    return [block for block in blocks if any(_telling(line) for line in block.lines)]
+
+
+def added_blocks(hunks: Iterable[bytes]) -> list[Block]:
     """The runs of consecutive added lines of HUNKS (raw hunk bytes, `@@` line first)."""
-    blocks: list[list[str]] = []
-    for hunk in hunks:
-        run: list[str] = []
-        for line in hunk.decode(errors="replace").split("\n")[1:]:
-            if line.startswith("+"):
-                run.append(line[1:].rstrip())
-                continue
-            if run:
-                blocks.append(run)
-            run = []
-        if run:
-            blocks.append(run)
-    return [block for block in blocks if any(_telling(line) for line in block)]
+    return [block for hunk in hunks for block in _hunk_blocks(hunk)]
 
 
 def _lines_of(content: bytes | None) -> list[str]:
     return [line.rstrip() for line in (content or b"").decode(errors="replace").split("\n")]
 
 
-def _count(block: list[str], target: list[str], where: dict[str, list[int]]) -> int:
-    """How often BLOCK stands in TARGET (WHERE: each line's positions)."""
-    starts = where.get(block[0], ())
-    return sum(1 for start in starts if target[start : start + len(block)] == block)
+def _starts(block: list[str], target: list[str], where: dict[str, list[int]]) -> list[int]:
+    """Where BLOCK stands in TARGET (WHERE: each line's positions)."""
+    return [s for s in where.get(block[0], ()) if target[s : s + len(block)] == block]
 
 
 def _positions(target: list[str]) -> dict[str, list[int]]:
@@ -72,6 +103,39 @@ def _positions(target: list[str]) -> dict[str, list[int]]:
     for number, line in enumerate(target):
         where.setdefault(line, []).append(number)
     return where
+
+
+def _changed(old_lines: list[str], new_lines: list[str]) -> list[range]:
+    """The line ranges of NEW_LINES the merge wrote (inserted or replaced). The common head
+    and tail are cut off first: the matcher is quadratic on files of repeated lines."""
+    head = 0
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old_lines), len(new_lines)) - head and (
+        old_lines[-1 - tail] == new_lines[-1 - tail]
+    ):
+        tail += 1
+    old_mid = old_lines[head : len(old_lines) - tail]
+    new_mid = new_lines[head : len(new_lines) - tail]
+    opcodes = SequenceMatcher(None, old_mid, new_mid, autojunk=False).get_opcodes()
+    return [
+        range(head + j1, head + j2) for tag, _, _, j1, j2 in opcodes if tag in ("insert", "replace")
+    ]
+
+
+def _at_place(block: Block, copy: int, old_copies: list[int]) -> bool:
+    """Whether one of OLD_COPIES stands inside the hunk's span around the new copy at COPY:
+    with that old copy taken out, it stood between two of the hunk's lines (counted, so a
+    context line upstream reworded still counts), or past an edge the hunk has open."""
+    size = len(block.lines)
+    for old in old_copies:
+        at = copy - size if old < copy else copy  # the new copy, the old one taken out
+        first = -1 if block.open_start else at - len(block.lead)
+        last = float("inf") if block.open_end else at + size + len(block.trail)
+        if first < old < last:
+            return True
+    return False
 
 
 def judge_merge(
@@ -83,28 +147,50 @@ def judge_merge(
     AFTER: the target's content of the patch's files before and after the merge.
 
     A block counts as written twice when the merge leaves it more often than before and it
-    stood there already (a block the patch moves stands as often after as before)."""
+    stood there already (a block the patch moves stands as often after as before); twice at
+    its place when an old copy stands inside the hunk's span around the copy the merge wrote
+    (`_at_place`), elsewhere otherwise."""
     sections = list(sections)
     if all(before.get(path) == after.get(path) for path, _ in sections):
         return Refusal(True, "a 3-way merge changes nothing: upstream has it already")
-    twice = new = 0  # telling lines of added blocks the merge writes a second time, and not
+    twice = elsewhere = new = 0  # telling lines written a second time (at its place, not), new
     for path, hunks in sections:
         old_lines, new_lines = _lines_of(before.get(path)), _lines_of(after.get(path))
         old_where, new_where = _positions(old_lines), _positions(new_lines)
+        changed: list[range] | None = None
         for block in added_blocks(hunks):
-            telling = sum(1 for line in block if _telling(line))
-            was = _count(block, old_lines, old_where)
-            if was and _count(block, new_lines, new_where) > was:
+            telling = sum(1 for line in block.lines if _telling(line))
+            was = len(_starts(block.lines, old_lines, old_where))
+            now = _starts(block.lines, new_lines, new_where)
+            if not was or len(now) <= was:
+                new += telling
+                continue
+            changed = _changed(old_lines, new_lines) if changed is None else changed
+            written = [
+                s
+                for s in now
+                if any(s < r.stop and r.start < s + len(block.lines) for r in changed)
+            ]
+            old_copies = [s for s in now if s not in written]
+            if any(_at_place(block, copy, old_copies) for copy in written):
                 twice += telling
             else:
-                new += telling
-    if twice == 0 or (new and twice < EVIDENCE):
+                elsewhere += telling
+    doubled = twice + elsewhere
+    if doubled == 0 or (new and doubled < EVIDENCE):
         return None  # nothing written twice, or one line that may stand anywhere
-    if not new and twice >= EVIDENCE:
+    if not new and not elsewhere and twice >= EVIDENCE:
         return Refusal(
             True,
             f"a 3-way merge would write its {twice} added line(s) a second time: "
             "upstream has them already",
+        )
+    if elsewhere:
+        return Refusal(
+            False,
+            f"a 3-way merge would write {elsewhere} added line(s) the file holds elsewhere, "
+            "not at the patch's place: unclear whether upstream has the fix, so nothing is "
+            "written",
         )
     return Refusal(
         False,

@@ -90,6 +90,18 @@ def test_a_fix_upstream_took_a_few_lines_away_is_upstream_has_it(
     assert git(repo, "show", ":src/index.c").count("if (n < 0 || n > MAX_ITEMS)") == 2
 
 
+def test_the_fix_at_its_place_with_a_reworded_context_line_is_upstream_has_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Upstream's copy stands between the hunk's context lines, and upstream reworded the
+    context line after it: still the hunk's place (the span is counted, not matched)."""
+    fix = {"src/index.c": text(with_block(HEAD, "    int i;", CHECK))}
+    took = with_block(HEAD, "    validate(buf);", CHECK)
+    release = {"src/index.c": text([line.replace("i++", "++i") for line in took])}
+    result = judge(repo, tmp_path, fix, release)
+    assert result["outcome"] == "upstream-has-it", result
+
+
 def test_a_source_and_a_test_fix_upstream_took_with_other_context(
     repo: Path, tmp_path: Path
 ) -> None:
@@ -192,3 +204,52 @@ def test_in_a_batch_as_one_by_one(tmp_path: Path) -> None:
     assert [r["outcome"] for r in batched] == [
         "upstream-has-it", "upstream-has-it", "merged-3way", "conflict",
     ]  # fmt: skip
+
+
+GUARDED = [
+    "def a(x):",
+    "    if x is None:",
+    "        raise ValueError",
+    "    return x + 1",
+    "",
+    "def b(x):",
+    "    y = x * 2",
+    "    z = y - 1",
+    "    w = z + y",
+    "    return w",
+]
+GUARD = ["    if x is None:", "        raise ValueError"]
+
+
+def test_the_same_lines_elsewhere_in_the_file_are_not_upstream_having_it(
+    tmp_path: Path,
+) -> None:
+    """a() has the guard; the patch adds it to b(); upstream rewords a line below the hunk.
+    The merge writes the guard into b() for the first time: not `upstream-has-it`, though
+    a()'s guard stands right before the hunk's first context line."""
+    repo = make_repo(tmp_path / "up", {"m.py": text(GUARDED)})
+    fix = diff_of(repo, {"m.py": text(with_block(GUARDED, "def b(x):", GUARD))})
+    patches = write_patch_set(tmp_path / "ps", {"guard-b.patch": patch_text(fix)})
+    release = [line.replace("z + y", "z + 2 * y") for line in GUARDED]
+    commit_files(repo, {"m.py": text(release)}, "release 1.1.0")
+    code, doc = run_json("apply", "--install", repo, "--patches", patches)
+    (result,) = doc["patches"]
+    assert result["outcome"] == "conflict", doc
+    assert "unclear whether upstream has the fix" in result["detail"]
+    assert code == 3
+    assert (repo / "m.py").read_text() == text(release)  # nothing written
+
+
+def test_a_lock_block_copied_from_elsewhere_is_a_conflict() -> None:
+    """judge_merge alone: a 4-line lock block the file holds in one function, added to
+    another far from it, is new there."""
+    lock = ["    lock.acquire()", "    try:", "        work()", "    finally:"]
+    head = ["def one():", *lock, "        lock.release()", "", "", "def two():"]
+    tail = ["    prepare()", "    check()", "    work()", "    done()"]
+    before = text([*head, *tail]).encode()
+    after = text([*head, *lock, "        lock.release()", *tail]).encode()
+    added = "".join(f"+{x}\n" for x in [*lock, "        lock.release()"])
+    hunk = f"@@ -8,4 +8,9 @@\n \n def two():\n{added}     prepare()\n     check()\n".encode()
+    refusal = judge_merge([("f.py", [hunk])], {"f.py": before}, {"f.py": after})
+    assert refusal is not None and not refusal.has_it, refusal
+    assert "unclear whether upstream has the fix" in refusal.detail
