@@ -8,6 +8,7 @@ Problems are collected rather than raised, so `lint` can list them all.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -38,6 +39,7 @@ _NAME_MAX, _PATH_MAX = 255, 4000  # what file systems take: longer is not a path
 _LINK_MAX = 4096  # a symlink's target, with its terminating NUL (PATH_MAX)
 
 _DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+_DRIVE_RE = re.compile(r"^[A-Za-z]:[\\/]")
 _SCOPE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -193,8 +195,12 @@ def read_user_file(path: Path, limit: int) -> tuple[bytes, str | None]:
 # ---------------------------------------------------------------- series
 
 
-def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
-    """Entries of `series` as (line number, entry); quilt's `-p1` is accepted, nothing else."""
+def read_series(
+    root: Path, real: _RealPaths | None = None
+) -> tuple[list[tuple[int, str]], list[Problem]]:
+    """Entries of `series` as (line number, entry); quilt's `-p1` is accepted, nothing else.
+    REAL: the real paths of this load (a fresh one by default)."""
+    real = real or _RealPaths()
     path = root / SERIES_NAME
     problems: list[Problem] = []
     if not path.exists() and not path.is_symlink():
@@ -234,45 +240,71 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
             )
         elif not (root / entry).exists() and not (root / entry).is_symlink():
             problems.append(Problem(path, number, f"{entry!r} does not exist"))
-        elif (alias := _alias(root, entry, owners)) is not None:
+        elif (
+            alias := _alias(root, entry, owners, real, files := real.patch_files(root, entry))
+        ) is not None:
             problems.append(Problem(path, number, alias))
         else:
-            owners.update(dict.fromkeys(_real_patch_files(root, entry), entry))
+            owners.update(dict.fromkeys(files, entry))
             seen.add(entry)
             names[patch_name(entry)] = entry
             entries.append((number, entry))
     return entries, problems
 
 
-def _real(path: Path) -> Path | None:
-    """PATH with every symlink followed; None for a symlink loop."""
+def _resolved(path: Path) -> Path | None:
     try:
         return path.resolve()
     except (OSError, RuntimeError):  # RuntimeError: Python 3.11's "Symlink loop"
         return None
 
 
-def _real_patch_files(root: Path, entry: str) -> set[Path]:
-    """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
-    target = root / entry
-    try:
-        files = _patch_files(target) if target.is_dir() else [target]
-    except OSError:
-        return set()  # an unreadable folder is reported where its variants are read
-    return {real for file in files if (real := _real(file)) is not None}
+class _RealPaths:
+    """Real paths (every symlink followed; None for a symlink loop) for one load of a set.
+
+    A file that is no symlink is its folder's real path and its own name: one `lstat`, the
+    folder resolved once per load, where `resolve` would `lstat` every folder above it for
+    every one of a set's thousands of variants."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, Path | None] = {}
+
+    def __call__(self, path: Path) -> Path | None:
+        try:
+            plain = path.name not in ("", ".", "..") and not path.is_symlink()
+        except OSError:
+            plain = False
+        if not plain:
+            return _resolved(path)
+        if path.parent not in self._folders:
+            self._folders[path.parent] = _resolved(path.parent)
+        folder = self._folders[path.parent]
+        return None if folder is None else folder / path.name
+
+    def patch_files(self, root: Path, entry: str) -> set[Path]:
+        """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
+        target = root / entry
+        try:
+            files = _patch_files(target) if target.is_dir() else [target]
+        except OSError:
+            return set()  # an unreadable folder is reported where its variants are read
+        return {real for file in files if (real := self(file)) is not None}
 
 
-def _alias(root: Path, entry: str, owners: dict[Path, str]) -> str | None:
+def _alias(
+    root: Path, entry: str, owners: dict[Path, str], real: _RealPaths, files: set[Path]
+) -> str | None:
     """Why ENTRY is no patch of its own, or None. It may be the patch set's own folder (`.`,
     or a symlink to it or to a folder above it), whose patch files are the other entries'; or
     it may name, through a symlink, a patch file an earlier entry has (OWNERS: real path ->
     entry). Either way it would be a second patch with the same diff, already-applied as soon
-    as the first is in place. ROOT is the patch set's real path."""
-    real = _real(root / entry)
-    if real is not None and (real == root or real in root.parents):
-        what = "the patch set's own folder" if real == root else "a folder above the patch set"
+    as the first is in place. ROOT is the patch set's real path; FILES the real paths of the
+    patch files ENTRY names."""
+    where = real(root / entry)
+    if where is not None and (where == root or where in root.parents):
+        what = "the patch set's own folder" if where == root else "a folder above the patch set"
         return f"{entry!r} is {what}; a series entry names a patch file or a folder of variants"
-    for file in sorted(_real_patch_files(root, entry)):
+    for file in sorted(files):
         if file in owners:
             return (
                 f"{entry!r} is the same patch file as {owners[file]!r} ({file.name}); "
@@ -284,7 +316,15 @@ def _alias(root: Path, entry: str, owners: dict[Path, str]) -> str | None:
 def _patch_files(folder: Path) -> list[Path]:
     """What in FOLDER is named like a patch and is not a folder (a FIFO or a link to a device
     is listed too, so that it is refused by name rather than passed over)."""
-    return sorted(p for p in folder.iterdir() if p.suffix in PATCH_SUFFIXES and not p.is_dir())
+    with os.scandir(folder) as found:  # a DirEntry knows a plain file without a stat
+        names = [e.name for e in found if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()]
+    return [folder / name for name in sorted(names)]
+
+
+def _suffix(name: str) -> str:
+    """What `Path(name).suffix` is, without a Path."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
 def _patch_files_on_disk(root: Path) -> set[Path]:
@@ -313,13 +353,17 @@ def _decode(path: Path, data: bytes) -> tuple[str, Problem | None]:
         return "", Problem(path, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x})")
 
 
+@functools.lru_cache(maxsize=4096)
 def unsafe_path(path: str) -> str | None:
-    """Why PATH may not be written by a patch, or None when it is a safe relative path."""
+    """Why PATH may not be written by a patch, or None when it is a safe relative path.
+    Cached: the variants of a fix name the same few paths again and again."""
     if not path or path == "/dev/null":
         return None if path == "/dev/null" else "empty path"
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+    if path.startswith("/") or _DRIVE_RE.match(path):
         return "absolute path"
-    parts = PurePosixPath(path.replace("\\", "/")).parts
+    # PurePosixPath's parts without a PurePosixPath: "" and "." are no parts (a leading
+    # "/" from a backslash would be the root part, which no check below is about).
+    parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
     if ".." in parts:
         return "path leaves the tree ('..')"
     if any(part.lower() == ".git" for part in parts):
@@ -856,7 +900,8 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
     root = root.resolve()
     if not root.is_dir():
         return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
-    entries, problems = read_series(root)
+    real = _RealPaths()
+    entries, problems = read_series(root, real)
     outside_links = _outside_links_allowed(root)
     scheme = _version_scheme(root)
     listed: set[Path] = set()
@@ -877,11 +922,11 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         problems += overlap_problems([v for v in variants if v.invalid is None])
         if variants:
             patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
-    known = {_real(file) for file in listed}  # one file seen through symlinks is one file,
+    known = {real(file) for file in listed}  # one file seen through symlinks is one file,
     strays = _patch_files_on_disk(root) - listed  # named by its own path where it has one
-    for stray in sorted(strays, key=lambda path: (_real(path) != path, path)):
-        if (real := _real(stray)) is None or real not in known:
-            known.add(real)
+    for stray in sorted(strays, key=lambda path: (real(path) != path, path)):
+        if (where := real(stray)) is None or where not in known:
+            known.add(where)
             problems.append(Problem(stray, 1, "patch file is not listed in series"))
     return PatchSet(root, tuple(patches), scheme), problems
 
