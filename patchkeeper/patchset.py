@@ -120,6 +120,9 @@ class Patch:
     name: str
     entry: str
     variants: tuple[PatchFile, ...]
+    # Set when VARIANTS were read without their diffs (`check`: `load_patch_set(deferred=
+    # True)`): reads a variant's diff, the first time it is chosen; it may be `invalid` then.
+    complete: Callable[[PatchFile], PatchFile] | None = field(default=None, compare=False)
 
     def select(self, version: Version | None) -> PatchFile | None:
         """The variant for VERSION: the first with no Applies-To or one that contains it;
@@ -129,7 +132,16 @@ class Patch:
         """
         if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
             return unread
-        return self._choice(version)
+        chosen = self._choice(version)
+        if chosen is None or self.complete is None:
+            return chosen
+        if chosen.path not in self._completed:  # once: the same object for every version
+            self._completed[chosen.path] = self.complete(chosen)
+        return self._completed[chosen.path]
+
+    @cached_property
+    def _completed(self) -> dict[Path, PatchFile]:
+        return {}
 
     @cached_property
     def _choice(self) -> VariantChoice:
@@ -268,8 +280,14 @@ class _RealPaths:
 
     def __init__(self) -> None:
         self._folders: dict[Path, Path | None] = {}
+        self._files: dict[Path, Path | None] = {}  # series, the load and its strays ask alike
 
     def __call__(self, path: Path) -> Path | None:
+        if path not in self._files:
+            self._files[path] = self._real(path)
+        return self._files[path]
+
+    def _real(self, path: Path) -> Path | None:
         try:
             plain = path.name not in ("", ".", "..") and not path.is_symlink()
         except OSError:
@@ -801,6 +819,14 @@ def parse_patch_file(
     data, unreadable = read_user_file(path, MAX_PATCH_BYTES)
     if unreadable:
         return None, [Problem(path, 1, unreadable)]
+    return _parse_data(path, data, outside_links, scheme)
+
+
+def _parse_data(
+    path: Path, data: bytes, outside_links: bool, scheme: VersionScheme, *, diff: bool = True
+) -> tuple[PatchFile | None, list[Problem]]:
+    """`parse_patch_file` of DATA, PATH's bytes. Without DIFF, everything but the diff is read
+    (its diff and files left empty: a variant not chosen yet, see `Patch.complete`)."""
     text, problem = _decode(path, data)
     if problem:
         return None, [problem]
@@ -817,7 +843,7 @@ def parse_patch_file(
     empty = diff_start >= len(lines) and not looks_like_diff(lines)
     if empty:
         warnings.append(Problem(path, 1, "no diff: an empty patch, applied as empty"))
-        diff, files = b"", []
+        diff_bytes, files = b"", []
     elif diff_start >= len(lines):
         problems.append(
             Problem(
@@ -827,11 +853,13 @@ def parse_patch_file(
             )
         )
         return None, problems
+    elif not diff:
+        diff_bytes, files = b"", []
     else:
         read, files, diff_problems = _read_diff(path, data, raw_lines, diff_start, outside_links)
         if read is None:
             return None, problems + diff_problems
-        diff = read
+        diff_bytes = read
         problems += diff_problems
     in_pep440, scheme_problems = _in_pep440(path, fields, lines, scheme)
     problems += scheme_problems
@@ -855,7 +883,7 @@ def parse_patch_file(
     return PatchFile(
         path=path,
         fields=fields,
-        diff=diff,
+        diff=diff_bytes,
         files=tuple(files),
         applies_to=applies_to,
         upstream_fixed_in=fixed_in,
@@ -895,8 +923,13 @@ def _version_scheme(root: Path) -> VersionScheme:
         return PEP440
 
 
-def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
-    """Load everything that loads and list every problem (the basis of `lint`)."""
+def inspect_patch_set(root: Path, *, deferred: bool = False) -> tuple[PatchSet, list[Problem]]:
+    """Load everything that loads and list every problem (the basis of `lint`).
+
+    DEFERRED (`check`): a folder's variants are read without their diffs, each diff when the
+    variant is first chosen (`Patch.complete`): a variant whose diff cannot be read is then
+    `invalid` when it is chosen, not for every version. A folder with a variant that is
+    `invalid` on its header, or whose ranges overlap, is read whole, as without DEFERRED."""
     root = root.resolve()
     if not root.is_dir():
         return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
@@ -912,16 +945,16 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
         if target.is_dir() and not files:
             problems.append(Problem(target, 1, "variant folder holds no .patch files"))
         listed |= set(files)
-        variants = []
-        for file in files:
-            parsed, file_problems = parse_patch_file(
-                file, outside_links=outside_links, scheme=scheme
-            )
-            problems += file_problems
-            variants.append(parsed or _invalid(file, file_problems))
-        problems += overlap_problems([v for v in variants if v.invalid is None])
+        reader = _VariantReader(outside_links, scheme)
+        variants, file_problems = reader.read(files, deferred=deferred and len(files) > 1)
+        overlaps = overlap_problems([v for v in variants if v.invalid is None])
+        if reader.pending and (overlaps or any(v.invalid is not None for v in variants)):
+            variants, file_problems = reader.read(files, deferred=False)
+            overlaps = overlap_problems([v for v in variants if v.invalid is None])
+        problems += file_problems + overlaps
         if variants:
-            patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
+            complete = reader.complete if reader.pending else None
+            patches.append(Patch(patch_name(entry), entry, tuple(variants), complete))
     known = {real(file) for file in listed}  # one file seen through symlinks is one file,
     strays = _patch_files_on_disk(root) - listed  # named by its own path where it has one
     for stray in sorted(strays, key=lambda path: (real(path) != path, path)):
@@ -929,6 +962,46 @@ def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
             known.add(where)
             problems.append(Problem(stray, 1, "patch file is not listed in series"))
     return PatchSet(root, tuple(patches), scheme), problems
+
+
+class _VariantReader:
+    """Reads the patch files of one series entry, maybe without their diffs (then `pending`
+    keeps each such file's bytes, so that `complete` reads the very bytes its header came
+    from)."""
+
+    def __init__(self, outside_links: bool, scheme: VersionScheme) -> None:
+        self.outside_links, self.scheme = outside_links, scheme
+        self.pending: dict[Path, bytes] = {}
+
+    def read(self, files: list[Path], *, deferred: bool) -> tuple[list[PatchFile], list[Problem]]:
+        self.pending = {}
+        variants, problems = [], []
+        for file in files:
+            data, unreadable = read_user_file(file, MAX_PATCH_BYTES)
+            if unreadable:
+                parsed, file_problems = None, [Problem(file, 1, unreadable)]
+            else:
+                parsed, file_problems = _parse_data(
+                    file, data, self.outside_links, self.scheme, diff=not deferred
+                )
+                if deferred and file_problems:  # its answer, read whole, names its first problem
+                    parsed, file_problems = _parse_data(
+                        file, data, self.outside_links, self.scheme
+                    )
+                elif deferred and parsed is not None and not parsed.empty:
+                    self.pending[file] = data
+            problems += file_problems
+            variants.append(parsed or _invalid(file, file_problems))
+        return variants, problems
+
+    def complete(self, variant: PatchFile) -> PatchFile:
+        """VARIANT, read without its diff, read whole; `invalid` when its diff cannot be read."""
+        if variant.path not in self.pending:
+            return variant  # an empty patch: nothing was left to read
+        parsed, problems = _parse_data(
+            variant.path, self.pending[variant.path], self.outside_links, self.scheme
+        )
+        return parsed or _invalid(variant.path, problems)
 
 
 def _invalid(path: Path, problems: list[Problem]) -> PatchFile:
@@ -957,11 +1030,12 @@ def dangling_smoke(patch_set: PatchSet) -> list[Problem]:
     return problems
 
 
-def load_patch_set(root: Path) -> PatchSet:
+def load_patch_set(root: Path, *, deferred: bool = False) -> PatchSet:
     """The patch set, or a one-line error (exit 2) naming the first problem of the set as a
     whole (series, variants, stray files). A patch file that cannot be read or is unsafe is
-    no such problem: it is `invalid` on its own (`lint` lists it)."""
-    patch_set, problems = inspect_patch_set(root)
+    no such problem: it is `invalid` on its own (`lint` lists it). DEFERRED: variants' diffs
+    are read when chosen (see `inspect_patch_set`)."""
+    patch_set, problems = inspect_patch_set(root, deferred=deferred)
     invalid = {v.path for p in patch_set.patches for v in p.variants if v.invalid is not None}
     raise_first([problem for problem in problems if problem.path not in invalid])
     return patch_set
