@@ -985,9 +985,7 @@ class _VariantReader:
                     file, data, self.outside_links, self.scheme, diff=not deferred
                 )
                 if deferred and file_problems:  # its answer, read whole, names its first problem
-                    parsed, file_problems = _parse_data(
-                        file, data, self.outside_links, self.scheme
-                    )
+                    parsed, file_problems = _parse_data(file, data, self.outside_links, self.scheme)
                 elif deferred and parsed is not None and not parsed.empty:
                     self.pending[file] = data
             problems += file_problems
