@@ -281,6 +281,16 @@ class _RealPaths:
     def __init__(self) -> None:
         self._folders: dict[Path, Path | None] = {}
         self._files: dict[Path, Path | None] = {}  # series, the load and its strays ask alike
+        self._listings: dict[Path, list[Path]] = {}
+        self._no_links: set[Path] = set()  # listed files the folder's listing says are no link
+
+    def listing(self, folder: Path) -> list[Path]:
+        """`_patch_files(FOLDER)`, listed once per load (an error is raised each time)."""
+        if folder not in self._listings:
+            found = _patch_files(folder)
+            self._listings[folder] = [path for path, _ in found]
+            self._no_links.update(path for path, link in found if not link)
+        return self._listings[folder]
 
     def __call__(self, path: Path) -> Path | None:
         if path not in self._files:
@@ -289,7 +299,9 @@ class _RealPaths:
 
     def _real(self, path: Path) -> Path | None:
         try:
-            plain = path.name not in ("", ".", "..") and not path.is_symlink()
+            plain = path in self._no_links or (
+                path.name not in ("", ".", "..") and not path.is_symlink()
+            )
         except OSError:
             plain = False
         if not plain:
@@ -303,7 +315,7 @@ class _RealPaths:
         """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
         target = root / entry
         try:
-            files = _patch_files(target) if target.is_dir() else [target]
+            files = self.listing(target) if target.is_dir() else [target]
         except OSError:
             return set()  # an unreadable folder is reported where its variants are read
         return {real for file in files if (real := self(file)) is not None}
@@ -331,12 +343,17 @@ def _alias(
     return None
 
 
-def _patch_files(folder: Path) -> list[Path]:
+def _patch_files(folder: Path) -> list[tuple[Path, bool]]:
     """What in FOLDER is named like a patch and is not a folder (a FIFO or a link to a device
-    is listed too, so that it is refused by name rather than passed over)."""
+    is listed too, so that it is refused by name rather than passed over), each with whether
+    it is a symlink."""
     with os.scandir(folder) as found:  # a DirEntry knows a plain file without a stat
-        names = [e.name for e in found if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()]
-    return [folder / name for name in sorted(names)]
+        named = [
+            (e.name, e.is_symlink())
+            for e in found
+            if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()
+        ]
+    return [(folder / name, link) for name, link in sorted(named)]
 
 
 def _suffix(name: str) -> str:
@@ -345,11 +362,11 @@ def _suffix(name: str) -> str:
     return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
-def _patch_files_on_disk(root: Path) -> set[Path]:
-    found = set(_patch_files(root))
+def _patch_files_on_disk(root: Path, real: _RealPaths) -> set[Path]:
+    found = set(real.listing(root))
     for folder in root.iterdir():
         if folder.is_dir() and folder.name not in NOT_PATCHES and not folder.name.startswith("."):
-            found |= set(_patch_files(folder))
+            found |= set(real.listing(folder))
     return found
 
 
@@ -505,10 +522,10 @@ def _specifier(
         spec = SpecifierSet(fields[key])
     except InvalidSpecifier:
         return None, Problem(path, line, f"invalid PEP 440 specifier set {_shown(fields[key])}")
-    if (bad := _uncomparable(spec)) is not None:  # before str(): it compares them too
+    if (bad := _uncomparable(spec)) is not None:
         why = f"{key.title()} {_shown(bad)}: a version number too long to compare"
         return None, Problem(path, line, why)
-    if not str(spec):
+    if not len(spec):  # what str(spec) == "" says, without sorting and joining them
         return None, Problem(path, line, f"empty specifier set in {key}")
     return spec, None
 
@@ -941,7 +958,7 @@ def inspect_patch_set(root: Path, *, deferred: bool = False) -> tuple[PatchSet, 
     patches: list[Patch] = []
     for _, entry in entries:
         target = root / entry
-        files = _patch_files(target) if target.is_dir() else [target]
+        files = real.listing(target) if target.is_dir() else [target]
         if target.is_dir() and not files:
             problems.append(Problem(target, 1, "variant folder holds no .patch files"))
         listed |= set(files)
@@ -956,7 +973,7 @@ def inspect_patch_set(root: Path, *, deferred: bool = False) -> tuple[PatchSet, 
             complete = reader.complete if reader.pending else None
             patches.append(Patch(patch_name(entry), entry, tuple(variants), complete))
     known = {real(file) for file in listed}  # one file seen through symlinks is one file,
-    strays = _patch_files_on_disk(root) - listed  # named by its own path where it has one
+    strays = _patch_files_on_disk(root, real) - listed  # named by its own path where it has one
     for stray in sorted(strays, key=lambda path: (real(path) != path, path)):
         if (where := real(stray)) is None or where not in known:
             known.add(where)
