@@ -517,17 +517,18 @@ def _specifier(
 ) -> tuple[SpecifierSet | None, Problem | None]:
     if key not in fields:
         return None, None
-    line = _field_line(lines, key)
     try:
         spec = SpecifierSet(fields[key])
     except InvalidSpecifier:
-        return None, Problem(path, line, f"invalid PEP 440 specifier set {_shown(fields[key])}")
-    if (bad := _uncomparable(spec)) is not None:
-        why = f"{key.title()} {_shown(bad)}: a version number too long to compare"
-        return None, Problem(path, line, why)
-    if not len(spec):  # what str(spec) == "" says, without sorting and joining them
-        return None, Problem(path, line, f"empty specifier set in {key}")
-    return spec, None
+        why = f"invalid PEP 440 specifier set {_shown(fields[key])}"
+    else:
+        if (bad := _uncomparable(spec)) is not None:
+            why = f"{key.title()} {_shown(bad)}: a version number too long to compare"
+        elif not len(spec):  # what str(spec) == "" says, without sorting and joining them
+            why = f"empty specifier set in {key}"
+        else:
+            return spec, None
+    return None, Problem(path, _field_line(lines, key), why)  # its line, only when it is wrong
 
 
 def _in_pep440(
