@@ -8,6 +8,7 @@ Problems are collected rather than raised, so `lint` can list them all.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -38,6 +39,7 @@ _NAME_MAX, _PATH_MAX = 255, 4000  # what file systems take: longer is not a path
 _LINK_MAX = 4096  # a symlink's target, with its terminating NUL (PATH_MAX)
 
 _DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
+_DRIVE_RE = re.compile(r"^[A-Za-z]:[\\/]")
 _SCOPE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
@@ -118,6 +120,9 @@ class Patch:
     name: str
     entry: str
     variants: tuple[PatchFile, ...]
+    # Set when VARIANTS were read without their diffs (`check`: `load_patch_set(deferred=
+    # True)`): reads a variant's diff, the first time it is chosen; it may be `invalid` then.
+    complete: Callable[[PatchFile], PatchFile] | None = field(default=None, compare=False)
 
     def select(self, version: Version | None) -> PatchFile | None:
         """The variant for VERSION: the first with no Applies-To or one that contains it;
@@ -127,7 +132,16 @@ class Patch:
         """
         if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
             return unread
-        return self._choice(version)
+        chosen = self._choice(version)
+        if chosen is None or self.complete is None:
+            return chosen
+        if chosen.path not in self._completed:  # once: the same object for every version
+            self._completed[chosen.path] = self.complete(chosen)
+        return self._completed[chosen.path]
+
+    @cached_property
+    def _completed(self) -> dict[Path, PatchFile]:
+        return {}
 
     @cached_property
     def _choice(self) -> VariantChoice:
@@ -193,8 +207,12 @@ def read_user_file(path: Path, limit: int) -> tuple[bytes, str | None]:
 # ---------------------------------------------------------------- series
 
 
-def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
-    """Entries of `series` as (line number, entry); quilt's `-p1` is accepted, nothing else."""
+def read_series(
+    root: Path, real: _RealPaths | None = None
+) -> tuple[list[tuple[int, str]], list[Problem]]:
+    """Entries of `series` as (line number, entry); quilt's `-p1` is accepted, nothing else.
+    REAL: the real paths of this load (a fresh one by default)."""
+    real = real or _RealPaths()
     path = root / SERIES_NAME
     problems: list[Problem] = []
     if not path.exists() and not path.is_symlink():
@@ -234,45 +252,89 @@ def read_series(root: Path) -> tuple[list[tuple[int, str]], list[Problem]]:
             )
         elif not (root / entry).exists() and not (root / entry).is_symlink():
             problems.append(Problem(path, number, f"{entry!r} does not exist"))
-        elif (alias := _alias(root, entry, owners)) is not None:
+        elif (
+            alias := _alias(root, entry, owners, real, files := real.patch_files(root, entry))
+        ) is not None:
             problems.append(Problem(path, number, alias))
         else:
-            owners.update(dict.fromkeys(_real_patch_files(root, entry), entry))
+            owners.update(dict.fromkeys(files, entry))
             seen.add(entry)
             names[patch_name(entry)] = entry
             entries.append((number, entry))
     return entries, problems
 
 
-def _real(path: Path) -> Path | None:
-    """PATH with every symlink followed; None for a symlink loop."""
+def _resolved(path: Path) -> Path | None:
     try:
         return path.resolve()
     except (OSError, RuntimeError):  # RuntimeError: Python 3.11's "Symlink loop"
         return None
 
 
-def _real_patch_files(root: Path, entry: str) -> set[Path]:
-    """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
-    target = root / entry
-    try:
-        files = _patch_files(target) if target.is_dir() else [target]
-    except OSError:
-        return set()  # an unreadable folder is reported where its variants are read
-    return {real for file in files if (real := _real(file)) is not None}
+class _RealPaths:
+    """Real paths (every symlink followed; None for a symlink loop) for one load of a set.
+
+    A file that is no symlink is its folder's real path and its own name: one `lstat`, the
+    folder resolved once per load, where `resolve` would `lstat` every folder above it for
+    every one of a set's thousands of variants."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, Path | None] = {}
+        self._files: dict[Path, Path | None] = {}  # series, the load and its strays ask alike
+        self._listings: dict[Path, list[Path]] = {}
+        self._no_links: set[Path] = set()  # listed files the folder's listing says are no link
+
+    def listing(self, folder: Path) -> list[Path]:
+        """`_patch_files(FOLDER)`, listed once per load (an error is raised each time)."""
+        if folder not in self._listings:
+            found = _patch_files(folder)
+            self._listings[folder] = [path for path, _ in found]
+            self._no_links.update(path for path, link in found if not link)
+        return self._listings[folder]
+
+    def __call__(self, path: Path) -> Path | None:
+        if path not in self._files:
+            self._files[path] = self._real(path)
+        return self._files[path]
+
+    def _real(self, path: Path) -> Path | None:
+        try:
+            plain = path in self._no_links or (
+                path.name not in ("", ".", "..") and not path.is_symlink()
+            )
+        except OSError:
+            plain = False
+        if not plain:
+            return _resolved(path)
+        if path.parent not in self._folders:
+            self._folders[path.parent] = _resolved(path.parent)
+        folder = self._folders[path.parent]
+        return None if folder is None else folder / path.name
+
+    def patch_files(self, root: Path, entry: str) -> set[Path]:
+        """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
+        target = root / entry
+        try:
+            files = self.listing(target) if target.is_dir() else [target]
+        except OSError:
+            return set()  # an unreadable folder is reported where its variants are read
+        return {real for file in files if (real := self(file)) is not None}
 
 
-def _alias(root: Path, entry: str, owners: dict[Path, str]) -> str | None:
+def _alias(
+    root: Path, entry: str, owners: dict[Path, str], real: _RealPaths, files: set[Path]
+) -> str | None:
     """Why ENTRY is no patch of its own, or None. It may be the patch set's own folder (`.`,
     or a symlink to it or to a folder above it), whose patch files are the other entries'; or
     it may name, through a symlink, a patch file an earlier entry has (OWNERS: real path ->
     entry). Either way it would be a second patch with the same diff, already-applied as soon
-    as the first is in place. ROOT is the patch set's real path."""
-    real = _real(root / entry)
-    if real is not None and (real == root or real in root.parents):
-        what = "the patch set's own folder" if real == root else "a folder above the patch set"
+    as the first is in place. ROOT is the patch set's real path; FILES the real paths of the
+    patch files ENTRY names."""
+    where = real(root / entry)
+    if where is not None and (where == root or where in root.parents):
+        what = "the patch set's own folder" if where == root else "a folder above the patch set"
         return f"{entry!r} is {what}; a series entry names a patch file or a folder of variants"
-    for file in sorted(_real_patch_files(root, entry)):
+    for file in sorted(files):
         if file in owners:
             return (
                 f"{entry!r} is the same patch file as {owners[file]!r} ({file.name}); "
@@ -281,17 +343,30 @@ def _alias(root: Path, entry: str, owners: dict[Path, str]) -> str | None:
     return None
 
 
-def _patch_files(folder: Path) -> list[Path]:
+def _patch_files(folder: Path) -> list[tuple[Path, bool]]:
     """What in FOLDER is named like a patch and is not a folder (a FIFO or a link to a device
-    is listed too, so that it is refused by name rather than passed over)."""
-    return sorted(p for p in folder.iterdir() if p.suffix in PATCH_SUFFIXES and not p.is_dir())
+    is listed too, so that it is refused by name rather than passed over), each with whether
+    it is a symlink."""
+    with os.scandir(folder) as found:  # a DirEntry knows a plain file without a stat
+        named = [
+            (e.name, e.is_symlink())
+            for e in found
+            if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()
+        ]
+    return [(folder / name, link) for name, link in sorted(named)]
 
 
-def _patch_files_on_disk(root: Path) -> set[Path]:
-    found = set(_patch_files(root))
+def _suffix(name: str) -> str:
+    """What `Path(name).suffix` is, without a Path."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
+def _patch_files_on_disk(root: Path, real: _RealPaths) -> set[Path]:
+    found = set(real.listing(root))
     for folder in root.iterdir():
         if folder.is_dir() and folder.name not in NOT_PATCHES and not folder.name.startswith("."):
-            found |= set(_patch_files(folder))
+            found |= set(real.listing(folder))
     return found
 
 
@@ -313,13 +388,17 @@ def _decode(path: Path, data: bytes) -> tuple[str, Problem | None]:
         return "", Problem(path, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x})")
 
 
+@functools.lru_cache(maxsize=4096)
 def unsafe_path(path: str) -> str | None:
-    """Why PATH may not be written by a patch, or None when it is a safe relative path."""
+    """Why PATH may not be written by a patch, or None when it is a safe relative path.
+    Cached: the variants of a fix name the same few paths again and again."""
     if not path or path == "/dev/null":
         return None if path == "/dev/null" else "empty path"
-    if path.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", path):
+    if path.startswith("/") or _DRIVE_RE.match(path):
         return "absolute path"
-    parts = PurePosixPath(path.replace("\\", "/")).parts
+    # PurePosixPath's parts without a PurePosixPath: "" and "." are no parts (a leading
+    # "/" from a backslash would be the root part, which no check below is about).
+    parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
     if ".." in parts:
         return "path leaves the tree ('..')"
     if any(part.lower() == ".git" for part in parts):
@@ -438,19 +517,20 @@ def _specifier(
 ) -> tuple[SpecifierSet | None, Problem | None]:
     if key not in fields:
         return None, None
-    line = _field_line(lines, key)
     try:
         spec = SpecifierSet(fields[key])
     except InvalidSpecifier:
-        return None, Problem(path, line, f"invalid PEP 440 specifier set {_shown(fields[key])}")
-    if (bad := _uncomparable(spec)) is not None:  # before str(): it compares them too
-        why = f"{key.title()} {_shown(bad)}: a version number too long to compare"
-        return None, Problem(path, line, why)
-    if not str(spec):
-        return None, Problem(path, line, f"empty specifier set in {key}")
-    if bounds(spec).empty:
-        return None, Problem(path, line, f"{key.title()} {_shown(fields[key])} admits no version")
-    return spec, None
+        why = f"invalid PEP 440 specifier set {_shown(fields[key])}"
+    else:
+        if (bad := _uncomparable(spec)) is not None:
+            why = f"{key.title()} {_shown(bad)}: a version number too long to compare"
+        elif not len(spec):  # what str(spec) == "" says, without sorting and joining them
+            why = f"empty specifier set in {key}"
+        elif bounds(spec).empty:
+            why = f"{key.title()} {_shown(fields[key])} admits no version"
+        else:
+            return spec, None
+    return None, Problem(path, _field_line(lines, key), why)  # its line, only when it is wrong
 
 
 def _in_pep440(
@@ -761,6 +841,14 @@ def parse_patch_file(
     data, unreadable = read_user_file(path, MAX_PATCH_BYTES)
     if unreadable:
         return None, [Problem(path, 1, unreadable)]
+    return _parse_data(path, data, outside_links, scheme)
+
+
+def _parse_data(
+    path: Path, data: bytes, outside_links: bool, scheme: VersionScheme, *, diff: bool = True
+) -> tuple[PatchFile | None, list[Problem]]:
+    """`parse_patch_file` of DATA, PATH's bytes. Without DIFF, everything but the diff is read
+    (its diff and files left empty: a variant not chosen yet, see `Patch.complete`)."""
     text, problem = _decode(path, data)
     if problem:
         return None, [problem]
@@ -779,7 +867,7 @@ def parse_patch_file(
         return None, [*problems, _truncated(path, lines)]
     if empty:
         warnings.append(Problem(path, 1, "no diff: an empty patch, applied as empty"))
-        diff, files = b"", []
+        diff_bytes, files = b"", []
     elif diff_start >= len(lines):
         problems.append(
             Problem(
@@ -789,11 +877,13 @@ def parse_patch_file(
             )
         )
         return None, problems
+    elif not diff:
+        diff_bytes, files = b"", []
     else:
         read, files, diff_problems = _read_diff(path, data, raw_lines, diff_start, outside_links)
         if read is None:
             return None, problems + diff_problems
-        diff = read
+        diff_bytes = read
         problems += diff_problems
     in_pep440, scheme_problems = _in_pep440(path, fields, lines, scheme)
     problems += scheme_problems
@@ -817,7 +907,7 @@ def parse_patch_file(
     return PatchFile(
         path=path,
         fields=fields,
-        diff=diff,
+        diff=diff_bytes,
         files=tuple(files),
         applies_to=applies_to,
         upstream_fixed_in=fixed_in,
@@ -864,39 +954,83 @@ def _version_scheme(root: Path) -> VersionScheme:
         return PEP440
 
 
-def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
-    """Load everything that loads and list every problem (the basis of `lint`)."""
+def inspect_patch_set(root: Path, *, deferred: bool = False) -> tuple[PatchSet, list[Problem]]:
+    """Load everything that loads and list every problem (the basis of `lint`).
+
+    DEFERRED (`check`): a folder's variants are read without their diffs, each diff when the
+    variant is first chosen (`Patch.complete`): a variant whose diff cannot be read is then
+    `invalid` when it is chosen, not for every version. A folder with a variant that is
+    `invalid` on its header, or whose ranges overlap, is read whole, as without DEFERRED."""
     root = root.resolve()
     if not root.is_dir():
         return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
-    entries, problems = read_series(root)
+    real = _RealPaths()
+    entries, problems = read_series(root, real)
     outside_links = _outside_links_allowed(root)
     scheme = _version_scheme(root)
     listed: set[Path] = set()
     patches: list[Patch] = []
     for _, entry in entries:
         target = root / entry
-        files = _patch_files(target) if target.is_dir() else [target]
+        files = real.listing(target) if target.is_dir() else [target]
         if target.is_dir() and not files:
             problems.append(Problem(target, 1, "variant folder holds no .patch files"))
         listed |= set(files)
-        variants = []
-        for file in files:
-            parsed, file_problems = parse_patch_file(
-                file, outside_links=outside_links, scheme=scheme
-            )
-            problems += file_problems
-            variants.append(parsed or _invalid(file, file_problems))
-        problems += overlap_problems([v for v in variants if v.invalid is None])
+        reader = _VariantReader(outside_links, scheme)
+        variants, file_problems = reader.read(files, deferred=deferred and len(files) > 1)
+        overlaps = overlap_problems([v for v in variants if v.invalid is None])
+        if reader.pending and (overlaps or any(v.invalid is not None for v in variants)):
+            variants, file_problems = reader.read(files, deferred=False)
+            overlaps = overlap_problems([v for v in variants if v.invalid is None])
+        problems += file_problems + overlaps
         if variants:
-            patches.append(Patch(name=patch_name(entry), entry=entry, variants=tuple(variants)))
-    known = {_real(file) for file in listed}  # one file seen through symlinks is one file,
-    strays = _patch_files_on_disk(root) - listed  # named by its own path where it has one
-    for stray in sorted(strays, key=lambda path: (_real(path) != path, path)):
-        if (real := _real(stray)) is None or real not in known:
-            known.add(real)
+            complete = reader.complete if reader.pending else None
+            patches.append(Patch(patch_name(entry), entry, tuple(variants), complete))
+    known = {real(file) for file in listed}  # one file seen through symlinks is one file,
+    strays = _patch_files_on_disk(root, real) - listed  # named by its own path where it has one
+    for stray in sorted(strays, key=lambda path: (real(path) != path, path)):
+        if (where := real(stray)) is None or where not in known:
+            known.add(where)
             problems.append(Problem(stray, 1, "patch file is not listed in series"))
     return PatchSet(root, tuple(patches), scheme), problems
+
+
+class _VariantReader:
+    """Reads the patch files of one series entry, maybe without their diffs (then `pending`
+    keeps each such file's bytes, so that `complete` reads the very bytes its header came
+    from)."""
+
+    def __init__(self, outside_links: bool, scheme: VersionScheme) -> None:
+        self.outside_links, self.scheme = outside_links, scheme
+        self.pending: dict[Path, bytes] = {}
+
+    def read(self, files: list[Path], *, deferred: bool) -> tuple[list[PatchFile], list[Problem]]:
+        self.pending = {}
+        variants, problems = [], []
+        for file in files:
+            data, unreadable = read_user_file(file, MAX_PATCH_BYTES)
+            if unreadable:
+                parsed, file_problems = None, [Problem(file, 1, unreadable)]
+            else:
+                parsed, file_problems = _parse_data(
+                    file, data, self.outside_links, self.scheme, diff=not deferred
+                )
+                if deferred and file_problems:  # its answer, read whole, names its first problem
+                    parsed, file_problems = _parse_data(file, data, self.outside_links, self.scheme)
+                elif deferred and parsed is not None and not parsed.empty:
+                    self.pending[file] = data
+            problems += file_problems
+            variants.append(parsed or _invalid(file, file_problems))
+        return variants, problems
+
+    def complete(self, variant: PatchFile) -> PatchFile:
+        """VARIANT, read without its diff, read whole; `invalid` when its diff cannot be read."""
+        if variant.path not in self.pending:
+            return variant  # an empty patch: nothing was left to read
+        parsed, problems = _parse_data(
+            variant.path, self.pending[variant.path], self.outside_links, self.scheme
+        )
+        return parsed or _invalid(variant.path, problems)
 
 
 def _invalid(path: Path, problems: list[Problem]) -> PatchFile:
@@ -925,11 +1059,12 @@ def dangling_smoke(patch_set: PatchSet) -> list[Problem]:
     return problems
 
 
-def load_patch_set(root: Path) -> PatchSet:
+def load_patch_set(root: Path, *, deferred: bool = False) -> PatchSet:
     """The patch set, or a one-line error (exit 2) naming the first problem of the set as a
     whole (series, variants, stray files). A patch file that cannot be read or is unsafe is
-    no such problem: it is `invalid` on its own (`lint` lists it)."""
-    patch_set, problems = inspect_patch_set(root)
+    no such problem: it is `invalid` on its own (`lint` lists it). DEFERRED: variants' diffs
+    are read when chosen (see `inspect_patch_set`)."""
+    patch_set, problems = inspect_patch_set(root, deferred=deferred)
     invalid = {v.path for p in patch_set.patches for v in p.variants if v.invalid is not None}
     raise_first([problem for problem in problems if problem.path not in invalid])
     return patch_set

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.specifiers import Specifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.problems import Problem
@@ -49,10 +49,11 @@ def _plain(version: Version) -> bool:
     return version.pre is None and version.post is None and version.dev is None
 
 
-def _specifier_bounds(spec: Specifier) -> tuple[Point, Point]:
-    """The points a version SPEC contains lies between, both included (wider is safe: the
-    bounds only ever rule a version out)."""
-    operator, text = spec.operator, spec.version
+@functools.cache
+def _specifier_bounds(operator: str, text: str) -> tuple[Point, Point]:
+    """The points a version the specifier OPERATOR TEXT contains lies between, both included
+    (wider is safe: the bounds only ever rule a version out). Cached by its text: hashing a
+    Specifier canonicalises its version every time."""
     if operator in ("!=", "==="):
         return _BELOW_ALL, _ABOVE_ALL
     try:
@@ -94,13 +95,12 @@ class Bounds:
         return self.low <= point <= self.high
 
 
-@functools.cache
 def bounds(spec_set: SpecifierSet | None) -> Bounds:
-    """The bounds of every version SPEC_SET contains (None: every version); a range many
+    """The bounds of every version SPEC_SET contains (None: every version); a specifier many
     variants share is bounded once."""
     low, high = _BELOW_ALL, _ABOVE_ALL
     for spec in spec_set or ():
-        one_low, one_high = _specifier_bounds(spec)
+        one_low, one_high = _specifier_bounds(spec.operator, spec.version)
         low, high = max(low, one_low), min(high, one_high)
     return Bounds(low, high)
 

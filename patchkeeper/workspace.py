@@ -33,14 +33,19 @@ class Workspace:
         return f"{self.patch_set.root} ({self.patch_set_reason})"
 
 
-def open_patch_set(patches_dir: Path | None) -> tuple[Settings, PatchSet]:
-    """The patch set (default: the bundled one) and its settings; a one-line error if bad."""
+def open_patch_set(
+    patches_dir: Path | None, *, deferred: bool = False
+) -> tuple[Settings, PatchSet]:
+    """The patch set (default: the bundled one) and its settings; a one-line error if bad.
+    DEFERRED: variants' diffs are read when chosen (`check`; see `load_patch_set`)."""
     root = (patches_dir or bundled_patches()).expanduser()
-    patch_set = load_patch_set(root)
+    patch_set = load_patch_set(root, deferred=deferred)
     return load_settings(patch_set.root), patch_set
 
 
-def open_workspace(install_path: Path | None, patches_dir: Path | None) -> Workspace:
+def open_workspace(
+    install_path: Path | None, patches_dir: Path | None, *, deferred: bool = False
+) -> Workspace:
     """INSTALL_PATH (else the set's `[install] path`) with the set `remembered.choose` picks.
 
     With no --patches and no PATCHKEEPER_PATCHES the install is opened first, at INSTALL_PATH
@@ -53,7 +58,7 @@ def open_workspace(install_path: Path | None, patches_dir: Path | None) -> Works
         install = open_install(install_path or default)
         state_dir = install.state_dir
     choice = remembered.choose(patches_dir, state_dir)
-    settings, patch_set = open_patch_set(choice.path)
+    settings, patch_set = open_patch_set(choice.path, deferred=deferred)
     install = install or open_install(install_path or settings.install_path)
     return Workspace(settings, install, patch_set, choice.reason)
 

@@ -134,7 +134,7 @@ def command(
     from patchkeeper.verdict import tree_exit_code
     from patchkeeper.workspace import open_workspace
 
-    workspace = open_workspace(install_path, patches_dir)
+    workspace = open_workspace(install_path, patches_dir, deferred=True)  # read-only
     repo = workspace.install.path
     if fetch_remote is not None:
         checking.fetch(repo, fetch_remote)

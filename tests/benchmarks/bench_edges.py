@@ -20,6 +20,10 @@ Rows (M patches; the target each is held to in brackets):
 - update: `update` with 10 patches and no smoke check against the bare updater it runs
   (`git pull --ff-only`), each from the same state [overhead <= 0.5 s].
 
+With `--before TREE` (a checkout of an earlier patchkeeper, e.g. `git worktree add` of main),
+the variants rows also time that tree's `check` and `lint` against this one's, pair by pair in
+the same run (both through `env PYTHONPATH=...`, so neither pays for it alone).
+
 Times are wall clock, the two commands of a row in turn (A B A B ...) after a warm-up each
 unless a run takes over 10 s; "ratio" is the median of the pair-by-pair ratios of wall time (a
 machine whose speed drifts moves both of a pair), "cpu" the same of CPU time (user + system,
@@ -101,6 +105,9 @@ def main() -> None:
     parser.add_argument("--root", type=Path, help="build here and keep it (default: a temp dir)")
     parser.add_argument("--quick", action="store_true", help="2,000 files, 6 tags, 1 run")
     parser.add_argument(
+        "--before", type=Path, help="an earlier patchkeeper tree: the variants rows against it"
+    )
+    parser.add_argument(
         "--skip", default="", help="comma list of: variants, lint, tags, many, small, json, update"
     )
     args = parser.parse_args()
@@ -161,15 +168,27 @@ def report(args: argparse.Namespace, upstream: Upstream, built: float) -> None:
                   f"{cpu:.2f}x", target))  # fmt: skip
 
     plain = upstream.patch_sets[m]
+    before, after = ([], [])
+    if args.before is not None:
+        before = ["env", f"PYTHONPATH={args.before.resolve()}"]
+        after = ["env", f"PYTHONPATH={HERE.parent.parent}"]
     if "variants" not in skip:
         variants = variant_set(upstream, m, args.variants)
         a, b = bench.pair(check(variants, newest), check(plain, newest), install, count=False)
         line(f"variants: check {m} x {args.variants}v x 1", a, f"the plain {m} x 1", b, "<= 2x")
+        if before:
+            mine = check(variants, newest)
+            a, b = bench.pair([*before, *mine], [*after, *mine], install, count=False)
+            line(f"  --before: check {m} x {args.variants}v", a, "this tree's", b, "")
     if "lint" not in skip:
         variants = variant_set(upstream, m, args.variants)
         lint = [*pk, "lint", "--patches"]
         a, b = bench.pair([*lint, str(variants)], [*lint, str(plain)], install, count=False)
         line(f"variants: lint {m} x {args.variants}v", a, f"lint of the plain {m}", b, "")
+        if before:
+            mine = [*lint, str(variants)]
+            a, b = bench.pair([*before, *mine], [*after, *mine], install, count=False)
+            line(f"  --before: lint {m} x {args.variants}v", a, "this tree's", b, "")
     if "tags" not in skip:
         same = same_tree_tags(upstream, args.same_tags)
         many = [*check(plain), "--tags", "v2.*"]
