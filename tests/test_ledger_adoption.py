@@ -287,6 +287,12 @@ def test_on_0_21_2_the_unfixed_path_fails_the_run_and_schema_once_is_proven(
         "check ledger_adoption failed: 3 lock stall: the gateway waits 5 s for the ack"
     )
     assert unfixed.endswith("no worker fix fits in it, update Hermes to 0.21.3 first")
+    # Again: nothing is written now, yet the unfixed path is as broken: still never green.
+    again = run_cli("apply", "--install", old.install, "--patches", old.patches, "--json")
+    assert again.returncode == 4, again.stdout
+    doc = json.loads(again.stdout)
+    assert {c["name"]: c["verdict"] for c in doc["smoke"]["checks"]} == {"ledger_adoption": "fail"}
+    assert [n for n in doc["notes"] if n.startswith("adoption-retry has no fix for this release")]
 
 
 def test_a_release_past_every_variant_runs_no_check_for_it(sandbox: Sandbox) -> None:
