@@ -557,14 +557,31 @@ def checks_for_patches(
         patch = patch_set.by_name(result.name)
         names += [n for v in (patch.variants if patch else ()) for n in v.smoke]
     for result in results:
-        if result.outcome in (*oc.FAILED, oc.NOT_APPLICABLE) or not result.variant:
+        if result.outcome in (*oc.FAILED, oc.NOT_APPLICABLE):
             continue
         patch = patch_set.by_name(result.name)
-        variant_path = patch_set.root / result.variant
-        for variant in patch.variants if patch else ():
-            if variant.path == variant_path:
-                names += variant.smoke
+        if patch is None:
+            continue
+        if result.variant:
+            variant_path = patch_set.root / result.variant
+            names += [n for v in patch.variants if v.path == variant_path for n in v.smoke]
+        elif result.outcome == oc.UPSTREAM_HAS_IT:
+            names += [n for v in probed_variants(patch, result.detail) for n in v.smoke]
     return list(dict.fromkeys([*names, *settings.smoke_checks]))
+
+
+def probed_variants(patch: Patch, detail: str) -> list[PatchFile]:
+    """The variants of PATCH whose `Upstream-Has:` probe retired it, as DETAIL reports it.
+
+    A patch retired by content with no variant for the release (heartbeat-fence on 0.21.3+)
+    has no chosen variant, yet upstream's fix is there: the matched variant's check proves
+    it works, whoever ships it.
+    """
+    return [
+        v
+        for v in patch.variants
+        if v.upstream_has and detail == f"upstream has it: {', '.join(map(str, v.upstream_has))}"
+    ]
 
 
 def patches_proven_by(
