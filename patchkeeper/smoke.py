@@ -334,9 +334,10 @@ def _parse_step(raw: Any) -> Step | str:
 
 
 def worst_verdict(verdicts: Iterable[str]) -> str:
-    """`error` (could not check) outranks `fail`, which outranks `pass`."""
+    """`fail` outranks `error` (could not check), which outranks `pass`: a real failure is
+    never reported as "could not check" because another part could not run."""
     found = set(verdicts)
-    return ERROR if ERROR in found else FAIL if FAIL in found else PASS
+    return FAIL if FAIL in found else ERROR if ERROR in found else PASS
 
 
 def parse_verdict(name: str, run: _Run) -> CheckResult:

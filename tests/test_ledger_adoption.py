@@ -92,8 +92,10 @@ def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
         install, settings, patch_set, applied.results, lambda n, t: progress.append((n, t))
     )
     results = {r.name: r for r in report.results}
-    # heartbeat-fence is upstream's at v0.21.3 with no variant for it: it names no check here
-    assert list(results) == ["ledger_adoption", "ledger_schema"]
+    # heartbeat-fence is upstream's at v0.21.3 (its probe, no variant for it): its check
+    # still proves upstream's own fix
+    assert list(results) == ["ledger_adoption", "ledger_schema", "fire_claim_heartbeat"]
+    assert results["fire_claim_heartbeat"].verdict == smoke.PASS
     assert report.exit_code == 0, report.results
     result = results["ledger_adoption"]
     assert verdicts(result) == dict.fromkeys(STEPS, "pass")
