@@ -50,6 +50,7 @@ from patchkeeper.lock import process_start_time
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import SMOKE_NAME_RE, Patch, PatchFile, PatchSet
 from patchkeeper.processes import group_alive, run_in_group
+from patchkeeper.variant_overlap import bounds, release_point
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 VERDICTS = (PASS, FAIL, ERROR)
@@ -485,13 +486,17 @@ def select_checks(patch_set: PatchSet, wanted: str | None) -> list[str]:
 
 
 def predates_every_variant(patch: Patch, version: Version) -> bool:
-    """VERSION is older than every variant of PATCH (each Applies-To has a lower bound above
-    it): no fix for a release this old exists yet, unlike a version past every range."""
+    """VERSION is older than every variant of PATCH (each Applies-To leaves it out and has a
+    lower bound at or above it, whatever operator gives the bound: `>=`, `>`, `~=`, `==X.*`):
+    no fix for a release this old exists yet, unlike a version past every range."""
+    point = release_point(version)
 
     def ahead(variant: PatchFile) -> bool:
         specs = variant.applies_to
-        return specs is not None and any(
-            s.operator in (">=", ">") and not s.contains(version, prereleases=True) for s in specs
+        return (
+            specs is not None
+            and not specs.contains(version, prereleases=True)
+            and point <= bounds(specs).low
         )
 
     return bool(patch.variants) and all(ahead(v) for v in patch.variants)

@@ -314,3 +314,32 @@ def test_a_release_past_every_variant_runs_no_check_for_it(sandbox: Sandbox) -> 
     older = smoke.checks_for_patches(patch_set, settings, results, Version("0.21.2"))
     newer = smoke.checks_for_patches(patch_set, settings, results, Version("0.23.0"))
     assert (older, newer) == (["ledger_adoption"], [])
+
+
+@pytest.mark.parametrize(
+    ("applies_to", "version", "unfixed"),
+    [
+        ("~=0.21.3", "0.21.2", True),  # a compatible release starts at 0.21.3
+        ("==0.22.*", "0.21.5", True),  # a prefix match starts at 0.22
+        ("==0.22.*", "0.23.0", False),  # past it: retired by range, not unfixed
+        (">0.21.2", "0.21.2", True),
+        ("<0.22", "0.21.0", False),  # no lower bound: never "older than every variant"
+    ],
+)
+def test_any_lower_bound_makes_an_older_release_unfixed(
+    sandbox: Sandbox, applies_to: str, version: str, unfixed: bool
+) -> None:
+    """Older than every variant is read from each range's lower bound, whatever operator
+    gives it (variant_overlap's bounds), not from `>=` and `>` alone."""
+    from packaging.version import Version
+
+    from patchkeeper.outcomes import PatchResult
+
+    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
+    retry.write_text(
+        retry.read_text().replace("Applies-To: >=0.21.3\n", f"Applies-To: {applies_to}\n")
+    )
+    patch_set = load_patch_set(sandbox.patches)
+    results = [PatchResult("adoption-retry", "not-applicable")]
+    found = smoke.unfixed_results(patch_set, results, Version(version))
+    assert [r.name for r in found] == (["adoption-retry"] if unfixed else [])
