@@ -51,6 +51,7 @@ from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import SMOKE_NAME_RE, Patch, PatchFile, PatchSet
 from patchkeeper.processes import group_alive, run_in_group
 from patchkeeper.variant_overlap import bounds, release_point
+from patchkeeper.version import VersionInfo
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 VERDICTS = (PASS, FAIL, ERROR)
@@ -611,14 +612,19 @@ def run_for_patches(
     patch_set: PatchSet,
     results: Iterable[PatchResult],
     on_progress: Progress | None = None,
+    version: VersionInfo | None = None,
 ) -> SmokeReport:
     """What `update` calls after putting the patches back: the checks their headers name.
 
-    A check named by a header but missing from smoke/ comes back as `error`, never skipped.
+    VERSION is the install's version as the caller already worked it out (`apply_patches`'s
+    report has it); without it, and only when a patch is not applicable, it is worked out
+    again (version_command or git describe). A check named by a header but missing from
+    smoke/ comes back as `error`, never skipped.
     """
     results = list(results)
-    version = None
-    if any(r.outcome == oc.NOT_APPLICABLE for r in results):
-        version = install_version(install, settings).version
-    names = checks_for_patches(patch_set, settings, results, version)
+    if version is None and any(r.outcome == oc.NOT_APPLICABLE for r in results):
+        version = install_version(install, settings)
+    names = checks_for_patches(
+        patch_set, settings, results, version.version if version else None
+    )
     return run_checks(install, settings, patch_set, names, on_progress)

@@ -343,3 +343,29 @@ def test_any_lower_bound_makes_an_older_release_unfixed(
     results = [PatchResult("adoption-retry", "not-applicable")]
     found = smoke.unfixed_results(patch_set, results, Version(version))
     assert [r.name for r in found] == (["adoption-retry"] if unfixed else [])
+
+
+def test_the_smoke_run_takes_the_version_apply_already_has(sandbox: Sandbox) -> None:
+    """run_for_patches given the version apply_patches worked out runs version_command no
+    second time (it may be slow, or answer differently); without it, it still works it out."""
+    counter = sandbox.root / "version-runs"
+    config = sandbox.patches / "patchkeeper.toml"
+    command = json.dumps(["sh", "-c", f"echo run >> {counter}; echo 0.21.3"])
+    config.write_text(
+        config.read_text().replace("[install]\n", f"[install]\nversion_command = {command}\n")
+    )
+    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"  # for 0.22 on: unfixed
+    retry.write_text(retry.read_text().replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n"))
+    (sandbox.patches / "smoke" / "ledger_adoption.py").write_text(
+        "import json\nprint(json.dumps({'check': 'ledger_adoption', 'verdict': 'pass'}))\n"
+    )
+    patch_set, settings = load_patch_set(sandbox.patches), load_settings(sandbox.patches)
+    install = open_install(sandbox.install)
+    applied = apply_patches(install, settings, patch_set)
+    assert counter.read_text().count("run") == 1
+    given = smoke.run_for_patches(install, settings, patch_set, applied.results,
+                                  version=applied.version)  # fmt: skip
+    assert counter.read_text().count("run") == 1  # not run again
+    assert "ledger_adoption" in [r.name for r in given.results]  # unfixed at 0.21.3: it ran
+    smoke.run_for_patches(install, settings, patch_set, applied.results)
+    assert counter.read_text().count("run") == 2  # the old path still works it out
