@@ -146,10 +146,15 @@ class _DroppedWhenClosed(io.RawIOBase):
 
 def _survive_closed_pipes() -> None:
     """Put stdout and stderr (the process's own, not a caller's replacement) on
-    _DroppedWhenClosed, with the same encoding and buffering."""
+    _DroppedWhenClosed, with the same encoding and buffering. A stream closed from the start
+    (`patchkeeper status >&-`: Python sets it to None) writes to os.devnull, so the exit code
+    is still the command's own."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if stream is None or stream is not getattr(sys, f"__{name}__"):
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+            continue
+        if stream is not getattr(sys, f"__{name}__"):
             continue
         try:
             stream.flush()

@@ -39,9 +39,10 @@ _COLOURS = {
 
 def use_colour() -> bool:
     """On a terminal only, and not when NO_COLOR is set and non-empty (no-color.org) or the
-    terminal is dumb (as git does)."""
+    terminal is dumb (as git does). A stdout closed from the start (None) is no terminal."""
     return (
-        sys.stdout.isatty()
+        sys.stdout is not None
+        and sys.stdout.isatty()
         and not os.environ.get("NO_COLOR")
         and os.environ.get("TERM") != "dumb"
     )

@@ -50,6 +50,8 @@ from patchkeeper.lock import process_start_time
 from patchkeeper.outcomes import PatchResult
 from patchkeeper.patchset import SMOKE_NAME_RE, Patch, PatchFile, PatchSet
 from patchkeeper.processes import group_alive, run_in_group
+from patchkeeper.variant_overlap import bounds, release_point
+from patchkeeper.version import VersionInfo
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 VERDICTS = (PASS, FAIL, ERROR)
@@ -334,9 +336,10 @@ def _parse_step(raw: Any) -> Step | str:
 
 
 def worst_verdict(verdicts: Iterable[str]) -> str:
-    """`error` (could not check) outranks `fail`, which outranks `pass`."""
+    """`fail` outranks `error` (could not check), which outranks `pass`: a real failure is
+    never reported as "could not check" because another part could not run."""
     found = set(verdicts)
-    return ERROR if ERROR in found else FAIL if FAIL in found else PASS
+    return FAIL if FAIL in found else ERROR if ERROR in found else PASS
 
 
 def parse_verdict(name: str, run: _Run) -> CheckResult:
@@ -484,13 +487,17 @@ def select_checks(patch_set: PatchSet, wanted: str | None) -> list[str]:
 
 
 def predates_every_variant(patch: Patch, version: Version) -> bool:
-    """VERSION is older than every variant of PATCH (each Applies-To has a lower bound above
-    it): no fix for a release this old exists yet, unlike a version past every range."""
+    """VERSION is older than every variant of PATCH (each Applies-To leaves it out and has a
+    lower bound at or above it, whatever operator gives the bound: `>=`, `>`, `~=`, `==X.*`):
+    no fix for a release this old exists yet, unlike a version past every range."""
+    point = release_point(version)
 
     def ahead(variant: PatchFile) -> bool:
         specs = variant.applies_to
-        return specs is not None and any(
-            s.operator in (">=", ">") and not s.contains(version, prereleases=True) for s in specs
+        return (
+            specs is not None
+            and not specs.contains(version, prereleases=True)
+            and point <= bounds(specs).low
         )
 
     return bool(patch.variants) and all(ahead(v) for v in patch.variants)
@@ -557,14 +564,31 @@ def checks_for_patches(
         patch = patch_set.by_name(result.name)
         names += [n for v in (patch.variants if patch else ()) for n in v.smoke]
     for result in results:
-        if result.outcome in (*oc.FAILED, oc.NOT_APPLICABLE) or not result.variant:
+        if result.outcome in (*oc.FAILED, oc.NOT_APPLICABLE):
             continue
         patch = patch_set.by_name(result.name)
-        variant_path = patch_set.root / result.variant
-        for variant in patch.variants if patch else ():
-            if variant.path == variant_path:
-                names += variant.smoke
+        if patch is None:
+            continue
+        if result.variant:
+            variant_path = patch_set.root / result.variant
+            names += [n for v in patch.variants if v.path == variant_path for n in v.smoke]
+        elif result.outcome == oc.UPSTREAM_HAS_IT:
+            names += [n for v in probed_variants(patch, result.detail) for n in v.smoke]
     return list(dict.fromkeys([*names, *settings.smoke_checks]))
+
+
+def probed_variants(patch: Patch, detail: str) -> list[PatchFile]:
+    """The variants of PATCH whose `Upstream-Has:` probe retired it, as DETAIL reports it.
+
+    A patch retired by content with no variant for the release (heartbeat-fence on 0.21.3+)
+    has no chosen variant, yet upstream's fix is there: the matched variant's check proves
+    it works, whoever ships it.
+    """
+    return [
+        v
+        for v in patch.variants
+        if v.upstream_has and detail == f"upstream has it: {', '.join(map(str, v.upstream_has))}"
+    ]
 
 
 def patches_proven_by(
@@ -588,14 +612,19 @@ def run_for_patches(
     patch_set: PatchSet,
     results: Iterable[PatchResult],
     on_progress: Progress | None = None,
+    version: VersionInfo | None = None,
 ) -> SmokeReport:
     """What `update` calls after putting the patches back: the checks their headers name.
 
-    A check named by a header but missing from smoke/ comes back as `error`, never skipped.
+    VERSION is the install's version as the caller already worked it out (`apply_patches`'s
+    report has it); without it, and only when a patch is not applicable, it is worked out
+    again (version_command or git describe). A check named by a header but missing from
+    smoke/ comes back as `error`, never skipped.
     """
     results = list(results)
-    version = None
-    if any(r.outcome == oc.NOT_APPLICABLE for r in results):
-        version = install_version(install, settings).version
-    names = checks_for_patches(patch_set, settings, results, version)
+    if version is None and any(r.outcome == oc.NOT_APPLICABLE for r in results):
+        version = install_version(install, settings)
+    names = checks_for_patches(
+        patch_set, settings, results, version.version if version else None
+    )
     return run_checks(install, settings, patch_set, names, on_progress)

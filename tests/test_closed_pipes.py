@@ -57,3 +57,23 @@ def test_an_update_whose_reader_left_runs_to_its_end(box: Sandbox) -> None:
     assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "main")
     proc = pk(box, "status")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def closed_from_the_start(box: Sandbox, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`patchkeeper ARGS >&-`: no stdout at all (Python's sys.stdout is None)."""
+    command = [sys.executable, "-m", "patchkeeper", *args, "--patches", str(box.patches)]
+    return subprocess.run(
+        ["sh", "-c", '"$@" >&-', "sh", *command],
+        stderr=subprocess.PIPE,
+        env={**box.hermes_env(), **GIT_ID, "NO_COLOR": "1"},
+        timeout=120,
+    )
+
+
+def test_a_stdout_closed_from_the_start_keeps_the_commands_exit_code(box: Sandbox) -> None:
+    status = closed_from_the_start(box, "status")
+    assert (status.returncode, status.stderr) == (5, b"")  # not applied yet, not exit 1
+    applied = closed_from_the_start(box, "apply")
+    assert applied.returncode == 0, applied.stderr
+    assert b"internal error" not in applied.stderr
+    assert pk(box, "status").returncode == 0  # it ran to its end

@@ -24,6 +24,7 @@ from tests.helpers import git, outcomes, run_cli, run_json, tree_snapshot
 
 PATCH = "heartbeat-fence.patch"
 CHECK = "fire_claim_heartbeat.py"
+PLUMBING = "ledger_adoption.py"  # step() and overall(), imported by the check
 STEPS = ("1 same owner under the fence", "2 other owner refused", "3 unreadable store not lost")
 PROBE = "cron/jobs.py::heartbeat_fire_claim contains 'return _with_job(job_id, apply, False)'"
 
@@ -38,11 +39,13 @@ def upstream(sandbox: Sandbox) -> Path:
 
 @pytest.fixture
 def patches(tmp_path: Path) -> Path:
-    """The bundled heartbeat-fence patch and its check, alone, run with this interpreter."""
+    """The bundled heartbeat-fence patch and its check, run with this interpreter. The check
+    imports its verdict plumbing from ledger_adoption.py, beside it in smoke/."""
     root = tmp_path / "patches"
     (root / "smoke").mkdir(parents=True)
     shutil.copy2(bundled_patches() / PATCH, root / PATCH)
-    shutil.copy2(bundled_patches() / "smoke" / CHECK, root / "smoke" / CHECK)
+    for name in (CHECK, PLUMBING):
+        shutil.copy2(bundled_patches() / "smoke" / name, root / "smoke" / name)
     (root / "series").write_text(f"{PATCH}\n")
     settings = f'version_file = "hermes_cli/__init__.py"\npython = {json.dumps(sys.executable)}\n'
     (root / "patchkeeper.toml").write_text(f"[install]\n{settings}")
@@ -50,7 +53,8 @@ def patches(tmp_path: Path) -> Path:
 
 
 def smoke(install: Path, patches: Path) -> tuple[int, dict[str, Any]]:
-    proc = run_cli("smoke", "--install", install, "--patches", patches, "--json")
+    proc = run_cli("smoke", "--install", install, "--patches", patches, "--json",
+                   "--check", CHECK.removesuffix(".py"))  # fmt: skip
     assert proc.stdout, proc.stderr
     (check,) = json.loads(proc.stdout)["checks"]
     return proc.returncode, check

@@ -92,8 +92,10 @@ def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
         install, settings, patch_set, applied.results, lambda n, t: progress.append((n, t))
     )
     results = {r.name: r for r in report.results}
-    # heartbeat-fence is upstream's at v0.21.3 with no variant for it: it names no check here
-    assert list(results) == ["ledger_adoption", "ledger_schema"]
+    # heartbeat-fence is upstream's at v0.21.3 (its probe, no variant for it): its check
+    # still proves upstream's own fix
+    assert list(results) == ["ledger_adoption", "ledger_schema", "fire_claim_heartbeat"]
+    assert results["fire_claim_heartbeat"].verdict == smoke.PASS
     assert report.exit_code == 0, report.results
     result = results["ledger_adoption"]
     assert verdicts(result) == dict.fromkeys(STEPS, "pass")
@@ -287,6 +289,12 @@ def test_on_0_21_2_the_unfixed_path_fails_the_run_and_schema_once_is_proven(
         "check ledger_adoption failed: 3 lock stall: the gateway waits 5 s for the ack"
     )
     assert unfixed.endswith("no worker fix fits in it, update Hermes to 0.21.3 first")
+    # Again: nothing is written now, yet the unfixed path is as broken: still never green.
+    again = run_cli("apply", "--install", old.install, "--patches", old.patches, "--json")
+    assert again.returncode == 4, again.stdout
+    doc = json.loads(again.stdout)
+    assert {c["name"]: c["verdict"] for c in doc["smoke"]["checks"]} == {"ledger_adoption": "fail"}
+    assert [n for n in doc["notes"] if n.startswith("adoption-retry has no fix for this release")]
 
 
 def test_a_release_past_every_variant_runs_no_check_for_it(sandbox: Sandbox) -> None:
@@ -306,3 +314,58 @@ def test_a_release_past_every_variant_runs_no_check_for_it(sandbox: Sandbox) -> 
     older = smoke.checks_for_patches(patch_set, settings, results, Version("0.21.2"))
     newer = smoke.checks_for_patches(patch_set, settings, results, Version("0.23.0"))
     assert (older, newer) == (["ledger_adoption"], [])
+
+
+@pytest.mark.parametrize(
+    ("applies_to", "version", "unfixed"),
+    [
+        ("~=0.21.3", "0.21.2", True),  # a compatible release starts at 0.21.3
+        ("==0.22.*", "0.21.5", True),  # a prefix match starts at 0.22
+        ("==0.22.*", "0.23.0", False),  # past it: retired by range, not unfixed
+        (">0.21.2", "0.21.2", True),
+        ("<0.22", "0.21.0", False),  # no lower bound: never "older than every variant"
+    ],
+)
+def test_any_lower_bound_makes_an_older_release_unfixed(
+    sandbox: Sandbox, applies_to: str, version: str, unfixed: bool
+) -> None:
+    """Older than every variant is read from each range's lower bound, whatever operator
+    gives it (variant_overlap's bounds), not from `>=` and `>` alone."""
+    from packaging.version import Version
+
+    from patchkeeper.outcomes import PatchResult
+
+    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
+    retry.write_text(
+        retry.read_text().replace("Applies-To: >=0.21.3\n", f"Applies-To: {applies_to}\n")
+    )
+    patch_set = load_patch_set(sandbox.patches)
+    results = [PatchResult("adoption-retry", "not-applicable")]
+    found = smoke.unfixed_results(patch_set, results, Version(version))
+    assert [r.name for r in found] == (["adoption-retry"] if unfixed else [])
+
+
+def test_the_smoke_run_takes_the_version_apply_already_has(sandbox: Sandbox) -> None:
+    """run_for_patches given the version apply_patches worked out runs version_command no
+    second time (it may be slow, or answer differently); without it, it still works it out."""
+    counter = sandbox.root / "version-runs"
+    config = sandbox.patches / "patchkeeper.toml"
+    command = json.dumps(["sh", "-c", f"echo run >> {counter}; echo 0.21.3"])
+    config.write_text(
+        config.read_text().replace("[install]\n", f"[install]\nversion_command = {command}\n")
+    )
+    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"  # for 0.22 on: unfixed
+    retry.write_text(retry.read_text().replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n"))
+    (sandbox.patches / "smoke" / "ledger_adoption.py").write_text(
+        "import json\nprint(json.dumps({'check': 'ledger_adoption', 'verdict': 'pass'}))\n"
+    )
+    patch_set, settings = load_patch_set(sandbox.patches), load_settings(sandbox.patches)
+    install = open_install(sandbox.install)
+    applied = apply_patches(install, settings, patch_set)
+    assert counter.read_text().count("run") == 1
+    given = smoke.run_for_patches(install, settings, patch_set, applied.results,
+                                  version=applied.version)  # fmt: skip
+    assert counter.read_text().count("run") == 1  # not run again
+    assert "ledger_adoption" in [r.name for r in given.results]  # unfixed at 0.21.3: it ran
+    smoke.run_for_patches(install, settings, patch_set, applied.results)
+    assert counter.read_text().count("run") == 2  # the old path still works it out

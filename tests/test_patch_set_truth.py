@@ -83,7 +83,8 @@ def test_apply_no_smoke_says_the_fix_is_not_proven(world) -> None:
     install, patches = world
     (patches / "smoke" / "proof.py").write_text("raise SystemExit(3)\n")
     proc = pk("apply", "--install", install, "--patches", patches, "--no-smoke", "--json")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 5, proc.stdout + proc.stderr  # in place, not proven: not green
+    assert "written, not proven: --no-smoke" in json.loads(proc.stdout)["notes"]
     proof = json.loads(proc.stdout)["smoke"]
     assert proof["status"] == "skipped" and "not proven" in proof["detail"]
     assert proof["checks"] == []

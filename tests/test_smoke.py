@@ -181,9 +181,20 @@ def test_a_failing_or_unchecked_step_outweighs_the_checks_own_pass(
     install: Path, patch_dir: Path
 ) -> None:
     failing = write_check(patch_dir, "f", "verdict('pass', [{'name': 'a', 'verdict': 'fail'}])")
-    erring = write_check(patch_dir, "e", "verdict('fail', [{'name': 'a', 'verdict': 'error'}])")
+    erring = write_check(patch_dir, "e", "verdict('pass', [{'name': 'a', 'verdict': 'error'}])")
     assert run(install, failing).verdict == smoke.FAIL
     assert run(install, erring).verdict == smoke.ERROR
+
+
+def test_a_real_failure_outweighs_a_step_that_could_not_check(
+    install: Path, patch_dir: Path
+) -> None:
+    """A step that failed is a failure even when another could not check: never reported as
+    "could not check" alone."""
+    steps = "[{'name': 'a', 'verdict': 'error'}, {'name': 'b', 'verdict': 'fail'}]"
+    both = write_check(patch_dir, "both", f"verdict('error', {steps})")
+    assert run(install, both).verdict == smoke.FAIL
+    assert smoke.worst_verdict([smoke.ERROR, smoke.FAIL, smoke.PASS]) == smoke.FAIL
 
 
 def test_the_verdict_may_follow_upstream_noise_on_stdout(install: Path, patch_dir: Path) -> None:

@@ -257,3 +257,30 @@ def test_a_release_that_makes_a_patched_folder_a_symlink_ends_the_update_3_not_s
     assert not (fixture.install / ".git/patchkeeper/journal.json").exists()  # finished
     assert git(fixture.install, "rev-parse", "HEAD") == git(upstream, "rev-parse", "HEAD")
     assert pk_json(fixture, "recover")[0] == 0  # nothing left to recover
+
+
+@pytest.mark.parametrize("command", ["record", "refresh", "leftovers drop"])
+def test_a_file_parked_by_the_undo_is_named_and_never_exit_0(
+    templates: dict[str, Fixture], tmp_path: Path, command: str
+) -> None:
+    """record, refresh and leftovers take the lock, which undoes an interrupted write: a file
+    the user changed since is parked under refs/patchkeeper/interrupted/, so they say so, 5."""
+    fixture = copy(templates["apply"], tmp_path / "box")
+    # a parked stash: a leftover for `leftovers drop` to act on
+    git(fixture.install, "stash", "push", "-q", "-m", "hermes-update-autostash-20261201")
+    (stash,) = pk_json(fixture, "leftovers")[1]["leftovers"]
+    git(fixture.install, "stash", "apply", "-q")
+    assert pk(fixture, "apply", stop="write.1").returncode == -signal.SIGKILL
+    target = fixture.install / "app/a.py"  # the first file the killed write put in place
+    assert "line 5 fixed" in target.read_text()
+    target.write_text(target.read_text() + "# written by hand after the crash\n")
+    args = {
+        "record": ["record", "p3", "--path", "app/a.py", "-m", "A fix"],
+        "refresh": ["refresh", "p1"],
+        "leftovers drop": ["leftovers", "drop", stash["id"]],
+    }[command]
+    proc = pk(fixture, *args)
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "note: an interrupted write of `apply` was undone" in proc.stdout
+    assert "changed since, so left as they are: app/a.py" in proc.stdout
+    assert target.read_text().endswith("after the crash\n")

@@ -25,13 +25,15 @@ stdout and `progress: ...` lines on stderr.
 helper (from its parsed source, docstrings aside) and the fence's wait. A heartbeat that waits
 on the fence its run holds fails the budget: any delivery longer than that wait is booked lost.
 An install without the function has no such budget (pass, said so).
+
+The verdict plumbing (`step`, `overall`, `emit`) is `ledger_adoption.py`'s,
+imported from this same folder (a check's own folder is first on sys.path).
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
-import json
 import os
 import sys
 import textwrap
@@ -40,6 +42,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ledger_adoption import RoleError, emit, overall, step
 
 CHECK = "fire_claim_heartbeat"
 JOB_ID = "patchkeeper-smoke-heartbeat"
@@ -53,16 +57,9 @@ REQUIRED = ("heartbeat_fire_claim", "fire_claim_fence", "save_jobs", "load_jobs"
 FENCE_TAKERS = frozenset({"_under_fire_fence", "_fire_job_lock", "fire_claim_fence"})
 
 
-class CannotCheck(Exception):
-    """The path could not be driven: the verdict is `error`, never a pass."""
-
-
-def progress(text: str) -> None:
-    print(f"progress: {text}", file=sys.stderr, flush=True)
-
-
-def emit(document: dict[str, Any]) -> None:
-    print(json.dumps(document), flush=True)
+class CannotCheck(RoleError):
+    """The path could not be driven: the verdict is `error`, never a pass (ledger_adoption's
+    `step` makes it one)."""
 
 
 def cron_jobs() -> Any:
@@ -236,23 +233,6 @@ class Check:
             f"an unreadable store gave an answer about the owner ({call.said()}); "
             "could not verify is not ownership lost"
         )
-
-
-def step(name: str, action: Callable[[], tuple[str, str]]) -> dict[str, Any]:
-    progress(f"{name} ...")
-    started = time.monotonic()
-    try:
-        verdict, detail = action()
-    except CannotCheck as exc:
-        verdict, detail = "error", f"could not check: {exc}"
-    seconds = round(time.monotonic() - started, 3)
-    progress(f"{name}: {verdict} ({seconds:.2f} s)")
-    return {"name": name, "verdict": verdict, "detail": detail, "seconds": seconds}
-
-
-def overall(steps: list[dict[str, Any]]) -> str:
-    verdicts = {s["verdict"] for s in steps}
-    return "error" if "error" in verdicts else "fail" if "fail" in verdicts else "pass"
 
 
 def run() -> dict[str, Any]:

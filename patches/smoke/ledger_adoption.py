@@ -767,8 +767,10 @@ def step(name: str, action: Callable[[], tuple[str, str]]) -> dict[str, Any]:
 
 
 def overall(steps: list[dict[str, Any]]) -> str:
+    """A step that failed wins over one that could not check: a real failure is never
+    reported as "could not check"."""
     verdicts = {s["verdict"] for s in steps}
-    return "error" if "error" in verdicts else "fail" if "fail" in verdicts else "pass"
+    return "fail" if "fail" in verdicts else "error" if "error" in verdicts else "pass"
 
 
 def budget_steps(facts: dict[str, Any]) -> list[dict[str, Any]]:

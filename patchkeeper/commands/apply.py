@@ -39,7 +39,7 @@ SKIPPED = "skipped"  # --no-smoke: the patches written are not proven
 @click.option(
     "--no-smoke",
     is_flag=True,
-    help="Do not run the smoke checks of the patches written (the report says so).",
+    help="Do not run the smoke checks of the patches written (the report says so; exit 5).",
 )
 @json_option
 def command(
@@ -50,10 +50,10 @@ def command(
     Running it twice changes nothing the second time. A conflicting patch writes nothing, nor
     does any later patch that shares a file with it (exit 3). The user's own edits are kept.
     Then it runs the smoke checks the patches it wrote name (as `update` does; --no-smoke
-    skips them): a check that fails or could not check is exit 4, and the fix stays in place
-    (a check that could not run says nothing against it); the report names the command that
-    takes it out, `patchkeeper unapply NAME`. It runs [install] version_command (when set) to
-    pick each patch's variant.
+    skips them, and a run that wrote something is then exit 5): a check that fails or could
+    not check is exit 4, and the fix stays in place (a check that could not run says nothing
+    against it); the report names the command that takes it out, `patchkeeper unapply NAME`.
+    It runs [install] version_command (when set) to pick each patch's variant.
 
     \b
     Example:
@@ -80,6 +80,9 @@ def command(
         code = exitcodes.worst(code, exitcodes.ATTENTION)
     if proof.status in (smoke.FAIL, smoke.ERROR):
         code = exitcodes.worst(code, exitcodes.SMOKE_FAILED)
+    if proof.status == SKIPPED:  # in place, yet nothing proves it: never green
+        report.notes.append("written, not proven: --no-smoke")
+        code = exitcodes.worst(code, exitcodes.ATTENTION)
     if as_json:
         emit_json("apply", code, **tree_json(report), smoke=asdict(proof))
         return code
@@ -100,9 +103,10 @@ def prove(
     skip: bool,
     quiet: bool,
 ) -> SmokeReport:
-    """The smoke checks the patches written now name (none written: nothing to prove), and
-    those of UNFIXED patches (no variant yet for a release this old)."""
-    if not written:
+    """The smoke checks the patches written now name, and those of UNFIXED patches (no
+    variant yet for a release this old): these run even when nothing was written, so a
+    second `apply` is never green while the unfixed path is broken."""
+    if not written and not unfixed:
         return SmokeReport("not-configured", "nothing written: nothing to prove")
     if skip:
         return SmokeReport(SKIPPED, "--no-smoke: the patches written are not proven")

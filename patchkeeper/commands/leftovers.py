@@ -17,6 +17,7 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
+from patchkeeper.commands.record import settled_notes
 from patchkeeper.errors import UserError
 from patchkeeper.report import emit_json, leftover_json, updater_backup_json
 from patchkeeper.updater_refs import describe, updater_backups
@@ -83,12 +84,14 @@ def show(workspace, leftover_id: str) -> int:
     return exitcodes.OK
 
 
-def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
+def restore(
+    workspace, leftover_id: str, markers: bool, as_json: bool, least: int = exitcodes.OK
+) -> int:
     install = workspace.install
     patch_root = workspace.patch_set.root
     item = lo.find_by_id(install, workspace.patch_set, leftover_id)
     outcome = lo.restore(install, item, markers=markers)
-    code = exitcodes.OK if outcome.clean else exitcodes.ATTENTION
+    code = exitcodes.worst(least, exitcodes.OK if outcome.clean else exitcodes.ATTENTION)
     if as_json:
         emit_json(
             "leftovers restore",
@@ -126,14 +129,14 @@ def restore(workspace, leftover_id: str, markers: bool, as_json: bool) -> int:
     return code
 
 
-def drop(workspace, leftover_id: str, as_json: bool) -> int:
+def drop(workspace, leftover_id: str, as_json: bool, least: int = exitcodes.OK) -> int:
     item = lo.find_by_id(workspace.install, workspace.patch_set, leftover_id)
     backup = lo.drop(workspace.install, item)
     undo = lo.undo_command(workspace.install, item)
     if as_json:
         emit_json(
             "leftovers drop",
-            exitcodes.OK,
+            least,
             leftover=leftover_json(item),
             backup_ref=backup,
             undo=undo,
@@ -142,7 +145,7 @@ def drop(workspace, leftover_id: str, as_json: bool) -> int:
     else:
         click.echo(f"{item.id}: dropped; backup: {backup}")
         click.echo(f"  undo: {undo}")
-    return exitcodes.OK
+    return least
 
 
 @click.command("leftovers")
@@ -190,7 +193,10 @@ def command(
         )
     if action == "show":
         return show(workspace, leftover_id)
-    with locked_for_writing(workspace, f"leftovers {action}", wait):
+    with locked_for_writing(workspace, f"leftovers {action}", wait) as lock:
+        notes, least = settled_notes(lock)
+        for note in notes:  # stderr under --json: stdout holds one document
+            click.echo(f"note: {note}", err=as_json)
         if action == "restore":
-            return restore(workspace, leftover_id, markers, as_json)
-        return drop(workspace, leftover_id, as_json)
+            return restore(workspace, leftover_id, markers, as_json, least)
+        return drop(workspace, leftover_id, as_json, least)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from patchkeeper import exitcodes
 from patchkeeper.authoring import record_patch
 from patchkeeper.commands.common import (
     install_option,
@@ -15,9 +16,19 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.install import Install, install_version
+from patchkeeper.lock import InstallLock
 from patchkeeper.report import emit_json
 from patchkeeper.version import VersionInfo
 from patchkeeper.workspace import Workspace, locked_for_writing
+
+
+def settled_notes(lock: InstallLock) -> tuple[list[str], int]:
+    """What the lock's undo of an interrupted tree write did, as notes, and the exit code it
+    asks for: 5 when a file the user changed since was parked (refs/patchkeeper/interrupted/)."""
+    if lock.settled is None:
+        return [], exitcodes.OK
+    kept = exitcodes.ATTENTION if lock.settled.kept else exitcodes.OK
+    return [lock.settled.describe()], kept
 
 
 def written_json(
@@ -28,6 +39,7 @@ def written_json(
     path: Path,
     word: str,
     notes: list[str] | None = None,
+    code: int = 0,
 ) -> None:
     """The document of `record` and `refresh`: the patch file written, as a one-patch report
     with the keys of `status` (outcome RECORDED or REFRESHED: it is in place, recorded)."""
@@ -37,7 +49,7 @@ def written_json(
     variant = str(path.relative_to(workspace.patch_set.root))
     emit_json(
         command,
-        0,
+        code,
         install=install_json(install, version, install.head()),
         patch_set=workspace.patch_set_label,
         patches=[{"name": name, "outcome": word, "variant": variant, "file": str(path)}],
@@ -77,13 +89,16 @@ def command(
           -m "Checkpoint the ledger WAL less often"
     """
     workspace = open_workspace(install_path, patches_dir)
-    with locked_for_writing(workspace, "record", wait):
+    with locked_for_writing(workspace, "record", wait) as lock:
         version = install_version(workspace.install, workspace.settings)
         written = record_patch(
             workspace.install, workspace.patch_set, version, name, paths, message
         )
+    notes, code = settled_notes(lock)
     if as_json:
-        written_json("record", workspace, version, name, written, "recorded")
+        written_json("record", workspace, version, name, written, "recorded", notes, code)
     else:
         click.echo(f"recorded {written} and added it to series")
-    return 0
+        for note in notes:
+            click.echo(f"note: {note}")
+    return code

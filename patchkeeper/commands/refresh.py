@@ -14,7 +14,7 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.commands.record import written_json
+from patchkeeper.commands.record import settled_notes, written_json
 from patchkeeper.install import install_version
 from patchkeeper.workspace import locked_for_writing
 
@@ -41,18 +41,21 @@ def command(
       patchkeeper refresh schema-once
     """
     workspace = open_workspace(install_path, patches_dir)
-    with locked_for_writing(workspace, "refresh", wait):
+    with locked_for_writing(workspace, "refresh", wait) as lock:
         version = install_version(workspace.install, workspace.settings)
         refreshed = refresh_patch(workspace.install, workspace.patch_set, version, name)
-    notes = [
+    notes, code = settled_notes(lock)
+    notes += [
         f"kept {path} as the patch has it (your fix does not touch it), and wrote "
         "it to the work tree"
         for path in refreshed.kept
     ]
     if as_json:
-        written_json("refresh", workspace, version, name, refreshed.path, "refreshed", notes)
+        written_json(
+            "refresh", workspace, version, name, refreshed.path, "refreshed", notes, code
+        )
     else:
         click.echo(f"refreshed {refreshed.path}")
         for note in notes:
             click.echo(f"note: {note}")
-    return 0
+    return code
