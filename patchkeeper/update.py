@@ -49,7 +49,7 @@ from patchkeeper.scratch import (
 )
 from patchkeeper.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
 from patchkeeper.state import APPLIED_FILE, WRITTEN_DIR, load_applied, save_applied, written_diff
-from patchkeeper.version import adopt_remote_tags, version_from_worktree
+from patchkeeper.version import VersionInfo, adopt_remote_tags, version_from_worktree
 from patchkeeper.workspace import Workspace
 from patchkeeper.worktree_writer import write_trees
 
@@ -217,12 +217,16 @@ def run_streamed(
 
 
 def run_smoke_checks(
-    workspace: Workspace, results: list[oc.PatchResult], progress: Callable[[str, str], None]
+    workspace: Workspace,
+    results: list[oc.PatchResult],
+    progress: Callable[[str, str], None],
+    version: VersionInfo | None = None,
 ) -> SmokeReport:
     """The smoke checks the patches in place name; none named is `not-configured`: never a
-    pass, though not a failure either."""
+    pass, though not a failure either. VERSION, when the caller has it, is the install's (it
+    is not worked out again)."""
     ws = workspace
-    ran = run_for_patches(ws.install, ws.settings, ws.patch_set, results, progress)
+    ran = run_for_patches(ws.install, ws.settings, ws.patch_set, results, progress, version)
     checks, python = ran.results, interpreter_facts(ran.python)
     if not checks:
         why = "no smoke check named by the patches in place"
@@ -751,9 +755,12 @@ class UpdateRun:
         return f"restored {len(result.restored)} file(s), kept {len(result.kept)} in {ref}"
 
     def smoke(self) -> str:
-        results = self.report.tree.results if self.report.tree else []
+        tree = self.report.tree
         self.report.smoke = run_smoke_checks(
-            self.ws, results, lambda name, text: self.say(f"smoke {name}: {text}")
+            self.ws,
+            tree.results if tree else [],
+            lambda name, text: self.say(f"smoke {name}: {text}"),
+            tree.version if tree else None,
         )
         if self.report.smoke.action:
             self.report.attention.append(self.report.smoke.action)

@@ -23,7 +23,7 @@ from patchkeeper.commands.status import (
     tree_json,
 )
 from patchkeeper.outcomes import PatchResult
-from patchkeeper.patching import apply_patches
+from patchkeeper.patching import TreeReport, apply_patches
 from patchkeeper.report import emit_json, paint
 from patchkeeper.update import SmokeReport, run_smoke_checks
 from patchkeeper.verdict import tree_exit_code
@@ -65,7 +65,7 @@ def command(
         written = [r for r in report.results if r.outcome in oc.WRITES]
         # A fix with no variant for a release this old: its check still runs (never green).
         unfixed = smoke.unfixed_results(workspace.patch_set, report.results, report.version.version)
-        proof = prove(workspace, written, unfixed, skip=no_smoke, quiet=as_json)
+        proof = prove(workspace, report, written, unfixed, skip=no_smoke, quiet=as_json)
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
@@ -97,6 +97,7 @@ def command(
 
 def prove(
     workspace: Workspace,
+    report: TreeReport,
     written: list[PatchResult],
     unfixed: list[PatchResult],
     *,
@@ -115,7 +116,7 @@ def prove(
         if not quiet:
             click.echo(paint(f"  .. smoke {name}: {text}", "bright_black"), err=True)
 
-    return run_smoke_checks(workspace, [*written, *unfixed], progress)
+    return run_smoke_checks(workspace, [*written, *unfixed], progress, report.version)
 
 
 def take_out_steps(
