@@ -70,7 +70,7 @@ def show_apply(tell: Narration, workspace: Workspace) -> None:
         report = apply_patches(install, settings, patch_set)
         written = [r for r in report.results if r.outcome in oc.WRITES]
         unfixed = smoke.unfixed_results(patch_set, report.results, report.version.version)
-        proof = prove(workspace, written, unfixed, skip=False, quiet=True)
+        proof = prove(workspace, report, written, unfixed, skip=False, quiet=True)
     report.notes += smoke.unfixed_notes(patch_set, unfixed, proof.checks)
     code = tree_exit_code(report.results, pending_needs_attention=False)
     if proof.status in (smoke.FAIL, smoke.ERROR):
