@@ -637,7 +637,7 @@ class _Judging:
     version: Version | None
     recorded: dict[str, Recorded]
     from_upstream: Callable[[PatchFile], bool] | None
-    has_by_content: dict[Path, str]  # variant path -> the Upstream-Has conditions that hold
+    has_by_content: dict[Path, str]  # variant path -> why upstream has it (all conditions hold)
     was_in_place: frozenset[str]
     repo: Path  # for the commands a result names
     patches: Path
@@ -648,7 +648,7 @@ class _Judging:
         if spec_contains(variant.upstream_fixed_in, self.version):
             return f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {self.version}"
         if variant.path in self.has_by_content:
-            return f"upstream has it: {self.has_by_content[variant.path]}"
+            return self.has_by_content[variant.path]
         return None
 
 
@@ -1211,7 +1211,7 @@ def upstream_has_contents(
     blobs = read_blobs(repo, [(ref, path) for ref in refs for path in paths]) if paths else {}
     return {
         ref: {
-            variant.path: ", ".join(map(str, variant.upstream_has))
+            variant.path: variant.upstream_has_reason
             for variant in judged
             if all(c.found_in(blobs.get((ref, c.path), b"")) for c in variant.upstream_has)
         }

@@ -112,6 +112,12 @@ class PatchFile:
     def base(self) -> str | None:
         return self.fields.get("base")
 
+    @property
+    def upstream_has_reason(self) -> str:
+        """What a result says when every `Upstream-Has:` condition holds (the engine writes
+        it, the smoke run reads it back to find the variant that retired the patch)."""
+        return f"upstream has it: {', '.join(map(str, self.upstream_has))}"
+
 
 @dataclass(frozen=True)
 class Patch:

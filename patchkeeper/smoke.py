@@ -584,11 +584,7 @@ def probed_variants(patch: Patch, detail: str) -> list[PatchFile]:
     has no chosen variant, yet upstream's fix is there: the matched variant's check proves
     it works, whoever ships it.
     """
-    return [
-        v
-        for v in patch.variants
-        if v.upstream_has and detail == f"upstream has it: {', '.join(map(str, v.upstream_has))}"
-    ]
+    return [v for v in patch.variants if v.upstream_has and detail == v.upstream_has_reason]
 
 
 def patches_proven_by(
