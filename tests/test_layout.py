@@ -1,0 +1,128 @@
+"""The house rules of docs/architecture.md, read from the code's own imports: data flows one
+way between the parts, no module imports itself back through others, and no room is too big.
+
+Every import counts, the ones inside functions too: an import put off to run time to get round
+a circle is still the circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "patchkeeper"
+
+# Each part, with the rank it stands at: a module may import its own part and parts of a lower
+# rank, never a part of its rank or above. The practice upstream is data, not code of ours.
+RANKS = {
+    "model": 0,
+    "patchset": 1,
+    "install": 2,
+    "leftovers": 3,
+    "engine": 3,
+    "proof": 4,
+    "update": 5,
+    "report": 6,
+    "fleet": 7,
+    "demo": 7,
+    "commands": 8,
+    "cli": 9,
+    "__main__": 10,
+}
+MAX_MODULE_LINES = 400
+MAX_CLASS_LINES = 150
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        if relative.parts[:2] == ("demo", "upstream"):
+            continue
+        parts = relative.with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(("patchkeeper", *parts))] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> set[str]:
+    """The modules of this package that PATH imports, anywhere in it."""
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] != "patchkeeper":
+                continue
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                named.add(submodule if submodule in MODULES else node.module)
+        elif isinstance(node, ast.Import):
+            named.update(a.name for a in node.names if a.name.split(".")[0] == "patchkeeper")
+    return {name for name in named if name in MODULES}
+
+
+GRAPH = {module: _imports(path) for module, path in MODULES.items()}
+
+
+def _part(module: str) -> str | None:
+    """The part MODULE belongs to; None for the package itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def test_every_module_stands_in_a_known_part() -> None:
+    unknown = sorted(m for m in MODULES if _part(m) is not None and _part(m) not in RANKS)
+    assert unknown == [], "give each new part a rank in RANKS (and docs/architecture.md)"
+
+
+def test_data_flows_one_way_between_the_parts() -> None:
+    upward = []
+    for module, imported in GRAPH.items():
+        here = _part(module)
+        for target in imported:
+            there = _part(target)
+            if here is None or there is None or there == here:
+                continue
+            if RANKS[there] >= RANKS[here]:
+                upward.append(f"{module} -> {target}")
+    assert sorted(upward) == []
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No circle of imports, however long, between the modules of the package."""
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(GRAPH[module]):
+            if target == module or _part(target) is None:
+                continue
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, [module])
+    assert [" -> ".join(circle) for circle in circles] == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_room_is_too_big(module: str) -> None:
+    source = MODULES[module].read_text()
+    lines = source.count("\n")
+    assert lines <= MAX_MODULE_LINES, f"{module}: {lines} lines; split it along its seams"
+    big = [
+        f"{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > MAX_CLASS_LINES
+    ]
+    assert big == [], f"{module}: a class this big does several jobs"
