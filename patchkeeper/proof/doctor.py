@@ -37,7 +37,9 @@ from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.load import PatchSet, dangling_smoke, inspect_patch_set
 from patchkeeper.patchset.settings import DEFAULT_INSTALL, Settings, load_settings
-from patchkeeper.proof import smoke
+from patchkeeper.proof.smoke.interpreter import find_python
+from patchkeeper.proof.smoke.results import ERROR, FAIL, SmokeReport
+from patchkeeper.proof.smoke.suite import run_checks
 
 PROBE_ARGS = ("--probe",)
 INTERPRETER_TIMEOUT = 30.0  # `python -c` printing its version
@@ -86,7 +88,7 @@ def install_finding(install: Install, settings: Settings) -> Finding:
 
 
 def interpreter_finding(install: Install, settings: Settings) -> Finding:
-    python = smoke.find_python(install, settings)
+    python = find_python(install, settings)
     if not python.found:
         return Finding("interpreter", False, f"{python.path} not found", [python.note])
     output: list[bytes] = []
@@ -174,7 +176,7 @@ def budget_finding(context: _Context) -> Finding:
     if not names:
         return Finding("timeout budget", True, "no smoke check names a budget to read")
     timeout = min(PROBE_TIMEOUT, context.settings.smoke_timeout)
-    report = smoke.run_checks(
+    report = run_checks(
         context.install,
         context.settings,
         context.patch_set,
@@ -184,7 +186,7 @@ def budget_finding(context: _Context) -> Finding:
     )
     details: list[str] = []
     for result in report.results:
-        if result.verdict == smoke.ERROR and not result.steps:
+        if result.verdict == ERROR and not result.steps:
             details.append(f"{result.name}: could not check: {_without_prefix(result.detail)}")
         details += [f"{result.name}: {s.name}: {s.verdict}, {s.detail}" for s in result.steps]
     facts = {result.name: result.extra for result in report.results}
@@ -197,18 +199,18 @@ def _without_prefix(detail: str) -> str:
     return detail.removeprefix("could not check: ")
 
 
-def _budget_cause(report: smoke.SmokeReport, facts: dict[str, dict[str, Any]]) -> str:
+def _budget_cause(report: SmokeReport, facts: dict[str, dict[str, Any]]) -> str:
     """Why the chain could not be judged or does not hold, first cause first: the
     interpreter, then what the path raised (a name it lacks), then the failing figures."""
     python = report.python
     if not python.found or not python.installs_own:
         return f"could not check: interpreter: {python.note}; the chain was not judged"
     for result in report.results:
-        broken = [s for s in result.steps if s.verdict == smoke.ERROR]
-        if result.verdict == smoke.ERROR and (broken or not result.steps or result.detail):
+        broken = [s for s in result.steps if s.verdict == ERROR]
+        if result.verdict == ERROR and (broken or not result.steps or result.detail):
             cause = broken[0].detail if broken else result.detail
             return f"could not check: {result.name}: {_without_prefix(cause)}"
-    failing = [s.name for r in report.results for s in r.steps if s.verdict == smoke.FAIL]
+    failing = [s.name for r in report.results for s in r.steps if s.verdict == FAIL]
     return f"chain does NOT hold{_figures(facts)} (failing: {'; '.join(failing)})"
 
 
