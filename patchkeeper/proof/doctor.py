@@ -346,15 +346,17 @@ def cron_home(install: Install) -> Path:
 def fire_claim_finding(install: Install) -> Finding:
     """Runs booked failed as "fire claim ownership lost" whose delivery succeeded: the symptom
     heartbeat-fence fixes. Read only, by audit's own check (`delivered_but_booked_lost`)."""
-    from patchkeeper.proof import audit
+    from patchkeeper.proof.audit.findings import Check
+    from patchkeeper.proof.audit.ledger_file import LEDGER_PATH
+    from patchkeeper.proof.audit.reconcile import audit
 
     home = cron_home(install)
-    if not (home / audit.LEDGER_PATH).is_file():
+    if not (home / LEDGER_PATH).is_file():
         return Finding("fire claims", True, f"no cron ledger in {home}: nothing to read")
-    found = audit.audit(home)
-    if audit.Check.DELIVERED_BUT_LOST not in found.checked:
+    found = audit(home)
+    if Check.DELIVERED_BUT_LOST not in found.checked:
         why = [
-            u.reason for u in found.unchecked if u.check in (None, audit.Check.DELIVERED_BUT_LOST)
+            u.reason for u in found.unchecked if u.check in (None, Check.DELIVERED_BUT_LOST)
         ]
         summary = f"not checked in {home}: {'; '.join(why) or 'no delivery record to compare'}"
         return Finding("fire claims", True, summary)
