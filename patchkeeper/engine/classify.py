@@ -40,15 +40,8 @@ from patchkeeper.install.scratch import Scratch, ScratchIndex, open_scratch, scr
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import HunkConflict, HunkOffset, Mismatch, PatchResult
-from patchkeeper.patchset.load import (
-    Patch,
-    PatchFile,
-    PatchSet,
-    diff_path,
-    git_line_paths,
-    spec_contains,
-    unquote,
-)
+from patchkeeper.patchset.diffpaths import diff_path, git_line_paths, unquote
+from patchkeeper.patchset.model import Patch, PatchFile, PatchSet, spec_contains
 
 _CHECKING_RE = re.compile(r"^Checking patch (.+)\.\.\.$")
 _OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) lines?\)\.$")

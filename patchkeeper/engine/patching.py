@@ -30,7 +30,7 @@ from patchkeeper.install.worktree_writer import symlinked_folder, write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchFile, PatchSet
+from patchkeeper.patchset.model import PatchFile, PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.versions import VersionInfo
 

@@ -37,7 +37,7 @@ from patchkeeper.leftovers.reflog import ReflogEntry, read_reflog
 from patchkeeper.model import nextstep
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 
 HERMES_AUTOSTASH = "hermes-update-autostash-"
 KNOWN_STASHES = "stashes.json"  # under the state dir: stash entries an update reported

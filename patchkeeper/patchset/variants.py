@@ -15,15 +15,12 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.model.problems import Problem
-
-if TYPE_CHECKING:
-    from patchkeeper.patchset.load import PatchFile
+from patchkeeper.patchset.model import PatchFile
 
 # A point on the line of releases: (release key, 0 just below it, 1 at it, 2 just above it).
 # A release key is (epoch, release without trailing zeros), so tuples order as versions do.
@@ -180,16 +177,22 @@ class VariantChoice:
 
     def __init__(self, variants: Sequence[PatchFile]) -> None:
         self._variants = variants
-        self._bounds = [bounds(v.applies_to) for v in variants]
-        order = sorted(range(len(variants)), key=lambda i: self._bounds[i].low)
-        self._order = order
-        self._lows = [self._bounds[i].low for i in order]
-        self._reach: list[Point] = []  # the highest bound among order[: k + 1]
-        for i in order:
-            high = self._bounds[i].high
-            self._reach.append(max(self._reach[-1], high) if self._reach else high)
         self._unversioned = next((v for v in variants if v.applies_to is None), None)
         self._chosen: dict[Version, PatchFile | None] = {}
+
+    @functools.cached_property
+    def _sorted(self) -> tuple[list[Bounds], list[int], list[Point], list[Point]]:
+        """Each variant's bounds; the variants in order of their lower bounds, those lower
+        bounds, and the highest upper bound among the first k + 1 of them. Made on the first
+        version asked: a command that never chooses (`lint`) never bounds a range here."""
+        all_bounds = [bounds(v.applies_to) for v in self._variants]
+        order = sorted(range(len(self._variants)), key=lambda i: all_bounds[i].low)
+        lows = [all_bounds[i].low for i in order]
+        reach: list[Point] = []
+        for i in order:
+            high = all_bounds[i].high
+            reach.append(max(reach[-1], high) if reach else high)
+        return all_bounds, order, lows, reach
 
     def __call__(self, version: Version | None) -> PatchFile | None:
         if version is None or (self._variants and self._variants[0] is self._unversioned):
@@ -199,12 +202,13 @@ class VariantChoice:
         return self._chosen[version]
 
     def _choose(self, version: Version) -> PatchFile | None:
+        all_bounds, order, lows, reach = self._sorted
         point = release_point(version)
         candidates = []
-        k = bisect.bisect_right(self._lows, point) - 1
-        while k >= 0 and self._reach[k] >= point:
-            if self._bounds[self._order[k]].holds(point):
-                candidates.append(self._order[k])
+        k = bisect.bisect_right(lows, point) - 1
+        while k >= 0 and reach[k] >= point:
+            if all_bounds[order[k]].holds(point):
+                candidates.append(order[k])
             k -= 1
         for i in sorted(candidates):
             spec = self._variants[i].applies_to

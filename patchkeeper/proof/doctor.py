@@ -35,7 +35,8 @@ from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.model.verdict import tree_exit_code
-from patchkeeper.patchset.load import PatchSet, dangling_smoke, inspect_patch_set
+from patchkeeper.patchset.load import dangling_smoke, inspect_patch_set
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import DEFAULT_INSTALL, Settings, load_settings
 from patchkeeper.proof import smoke
 

@@ -48,7 +48,7 @@ from patchkeeper.model import exitcodes
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import Patch, PatchFile, PatchSet
+from patchkeeper.patchset.model import Patch, PatchFile, PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.userfiles import SMOKE_NAME_RE
 from patchkeeper.patchset.variants import bounds, release_point
