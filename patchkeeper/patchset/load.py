@@ -43,13 +43,19 @@ def _version_scheme(root: Path) -> VersionScheme:
         return PEP440
 
 
-def inspect_patch_set(root: Path, *, deferred: bool = False) -> tuple[PatchSet, list[Problem]]:
-    """Load everything that loads and list every problem (the basis of `lint`).
+def inspect_patch_set(root: Path) -> tuple[PatchSet, list[Problem]]:
+    """Load everything that loads and list every problem (the basis of `lint`), the variants
+    of one fix whose `Applies-To` ranges overlap among them: every variant is read whole."""
+    return _read_set(root, deferred=False, overlaps=True)
+
+
+def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, list[Problem]]:
+    """The patch set at ROOT and its problems; OVERLAPS: with the overlaps of variants' ranges.
 
     DEFERRED (`check`): a folder's variants are read without their diffs, each diff when the
     variant is first chosen (`Patch.complete`): a variant whose diff cannot be read is then
     `invalid` when it is chosen, not for every version. A folder with a variant that is
-    `invalid` on its header, or whose ranges overlap, is read whole, as without DEFERRED."""
+    `invalid` on its header is read whole, as without DEFERRED."""
     root = root.resolve()
     if not root.is_dir():
         return PatchSet(root, ()), [Problem(root, 1, "patch set folder does not exist")]
@@ -67,11 +73,11 @@ def inspect_patch_set(root: Path, *, deferred: bool = False) -> tuple[PatchSet, 
         listed |= set(files)
         reader = _VariantReader(outside_links, scheme)
         variants, file_problems = reader.read(files, deferred=deferred and len(files) > 1)
-        overlaps = overlap_problems([v for v in variants if v.invalid is None])
-        if reader.pending and (overlaps or any(v.invalid is not None for v in variants)):
+        if reader.pending and any(v.invalid is not None for v in variants):
             variants, file_problems = reader.read(files, deferred=False)
-            overlaps = overlap_problems([v for v in variants if v.invalid is None])
-        problems += file_problems + overlaps
+        problems += file_problems
+        if overlaps:
+            problems += overlap_problems([v for v in variants if v.invalid is None])
         if variants:
             complete = reader.complete if reader.pending else None
             choose = VariantChoice(variants)
@@ -151,10 +157,25 @@ def dangling_smoke(patch_set: PatchSet) -> list[Problem]:
 
 def load_patch_set(root: Path, *, deferred: bool = False) -> PatchSet:
     """The patch set, or a one-line error (exit 2) naming the first problem of the set as a
-    whole (series, variants, stray files). A patch file that cannot be read or is unsafe is
-    no such problem: it is `invalid` on its own (`lint` lists it). DEFERRED: variants' diffs
-    are read when chosen (see `inspect_patch_set`)."""
-    patch_set, problems = inspect_patch_set(root, deferred=deferred)
+    whole (series, stray files, a variant folder with no patch). A patch file that cannot be
+    read or is unsafe is no such problem: it is `invalid` on its own (`lint` lists it).
+    Variants whose ranges overlap are not judged here (`lint` and `update` do): a command that
+    chooses for a version two of them claim refuses it then (`variants.AmbiguousVariant`).
+    DEFERRED: variants' diffs are read when chosen (see `_read_set`)."""
+    patch_set, problems = _read_set(root, deferred=deferred, overlaps=False)
     invalid = {v.path for p in patch_set.patches for v in p.variants if v.invalid is not None}
     raise_first([problem for problem in problems if problem.path not in invalid])
     return patch_set
+
+
+def refuse_overlapping_variants(patch_set: PatchSet) -> None:
+    """A one-line error (exit 2) when two variants of one fix claim a version, any version:
+    for `update`, which cannot know the version it will choose for until it has changed the
+    install. Once per fix, in one sweep of its variants' bounds."""
+    raise_first(
+        [
+            problem
+            for patch in patch_set.patches
+            for problem in overlap_problems([v for v in patch.variants if v.invalid is None])
+        ]
+    )

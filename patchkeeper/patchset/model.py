@@ -112,8 +112,9 @@ class Patch:
     complete: Callable[[PatchFile], PatchFile] | None = field(default=None, compare=False)
 
     def select(self, version: Version | None) -> PatchFile | None:
-        """The variant for VERSION: the first with no Applies-To or one that contains it;
-        None when there is none. An unknown version only matches an unversioned variant.
+        """The variant for VERSION: the one with no Applies-To or one that contains it; None
+        when there is none, `AmbiguousVariant` (exit 2) when two are. An unknown version only
+        matches an unversioned variant.
         A variant that cannot be read is chosen first: its range is unknown, so it may be
         the one for VERSION, and the patch is `invalid` rather than quietly another variant.
         """
