@@ -6,6 +6,7 @@ line (the other fields are `headers`', and at most warn).
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -31,20 +32,27 @@ def parse_specifier(
 ) -> tuple[SpecifierSet | None, Problem | None]:
     if key not in fields:
         return None, None
+    spec, why = _specifier_set(key, fields[key])
+    if spec is None:
+        return None, Problem(path, field_line(lines, key), why)  # its line, only when wrong
+    return spec, None
+
+
+@functools.lru_cache(maxsize=4096)
+def _specifier_set(key: str, text: str) -> tuple[SpecifierSet | None, str]:
+    """TEXT, field KEY, as a specifier set, or why it is none. Cached by its text: the fixes
+    of a set share ranges (`>=0.21.3`), and a SpecifierSet is never changed once made."""
     try:
-        spec = SpecifierSet(fields[key])
+        spec = SpecifierSet(text)
     except InvalidSpecifier:
-        why = f"invalid PEP 440 specifier set {_shown(fields[key])}"
-    else:
-        if (bad := _uncomparable(spec)) is not None:
-            why = f"{key.title()} {_shown(bad)}: a version number too long to compare"
-        elif not len(spec):  # what str(spec) == "" says, without sorting and joining them
-            why = f"empty specifier set in {key}"
-        elif bounds(spec).empty:
-            why = f"{key.title()} {_shown(fields[key])} admits no version"
-        else:
-            return spec, None
-    return None, Problem(path, field_line(lines, key), why)  # its line, only when it is wrong
+        return None, f"invalid PEP 440 specifier set {_shown(text)}"
+    if (bad := _uncomparable(spec)) is not None:
+        return None, f"{key.title()} {_shown(bad)}: a version number too long to compare"
+    if not len(spec):  # what str(spec) == "" says, without sorting and joining them
+        return None, f"empty specifier set in {key}"
+    if bounds(spec).empty:
+        return None, f"{key.title()} {_shown(text)} admits no version"
+    return spec, ""
 
 
 def ranges_in_pep440(

@@ -100,14 +100,20 @@ class RealPaths:
         self._folders: dict[Path, Path | None] = {}
         self._files: dict[Path, Path | None] = {}  # series, the load and its strays ask alike
         self._listings: dict[Path, list[Path]] = {}
-        self._no_links: set[Path] = set()  # listed files the folder's listing says are no link
 
     def listing(self, folder: Path) -> list[Path]:
-        """`_patch_files(FOLDER)`, listed once per load (an error is raised each time)."""
+        """`_patch_files(FOLDER)`, listed once per load (an error is raised each time). The
+        real path of each listed file that the listing says is no symlink is known then."""
         if folder not in self._listings:
             found = _patch_files(folder)
             self._listings[folder] = [path for path, _ in found]
-            self._no_links.update(path for path, link in found if not link)
+            plain = [path for path, link in found if not link]
+            if plain:
+                real = self._folder(folder)
+                for path in plain:  # its folder's real path and its own name
+                    self._files[path] = (
+                        None if real is None else path if real == folder else real / path.name
+                    )
         return self._listings[folder]
 
     def __call__(self, path: Path) -> Path | None:
@@ -115,18 +121,19 @@ class RealPaths:
             self._files[path] = self._real(path)
         return self._files[path]
 
+    def _folder(self, folder: Path) -> Path | None:
+        if folder not in self._folders:
+            self._folders[folder] = _resolved(folder)
+        return self._folders[folder]
+
     def _real(self, path: Path) -> Path | None:
         try:
-            plain = path in self._no_links or (
-                path.name not in ("", ".", "..") and not path.is_symlink()
-            )
+            plain = path.name not in ("", ".", "..") and not path.is_symlink()
         except OSError:
             plain = False
         if not plain:
             return _resolved(path)
-        if path.parent not in self._folders:
-            self._folders[path.parent] = _resolved(path.parent)
-        folder = self._folders[path.parent]
+        folder = self._folder(path.parent)
         return None if folder is None else folder / path.name
 
     def patch_files(self, root: Path, entry: str) -> set[Path]:

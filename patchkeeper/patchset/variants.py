@@ -241,7 +241,7 @@ class AmbiguousVariant(UserError):
 
     def __init__(self, first: PatchFile, second: PatchFile, version: Version | None) -> None:
         both = (
-            f"both contain {version}, the version in use"
+            f"both contain {version}, the version a variant is chosen for"
             if version is not None
             else "neither has an Applies-To, so both are for every version"
         )
