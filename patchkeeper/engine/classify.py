@@ -23,10 +23,11 @@ Speed comes from asking git fewer questions, never from changing an answer:
 - Private objects: the scratch work writes its blobs and trees into a temporary object
   directory (scratch.py), so classifying adds nothing to the install's object store.
 
-The steps, each a function over the typed state of state.py: batches.py (a batch, split where
-it fails), one_patch.py (a patch with its record and headers), judge.py (forward, reverse,
-3-way for one patch), merging.py and merge_guard.py (the 3-way merge), conflicts.py (the
-failing hunks), hold_back.py (dependents of a failed patch), memo.py (reuse across refs).
+This module holds the driver; the steps are functions beside it, over the typed state of
+state.py: batches.py (a batch, split where it fails), one_patch.py (a patch with its record
+and headers), judge.py (forward, reverse, 3-way for one patch), merging.py and merge_guard.py
+(the 3-way merge), conflicts.py (the failing hunks), hold_back.py (dependents of a failed
+patch), memo.py (reuse across refs).
 """
 
 from __future__ import annotations

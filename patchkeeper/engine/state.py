@@ -6,7 +6,7 @@ share, and what it hands a writer.
 - `TrialState`: the scratch index and what the steps (batches, one patch, merges) leave on it;
 - `Classification`: every patch's result and, for a writer, the diffs.
 
-The steps are functions over these (batches.py, judge.py, one_patch.py, merging.py), so
+The steps are functions over these (batches.py, judge.py, one_patch.py), so
 each one's inputs and outputs are named rather than read from one big object.
 """
 
