@@ -17,11 +17,7 @@ from patchkeeper.patchset.userfiles import unsafe_path
 
 SYMLINK_MODE = "120000"
 _LINK_MAX = 4096  # a symlink's target, with its terminating NUL (PATH_MAX)
-
-
 _DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
-
-
 _SIGNATURE_RE = re.compile(rb"(?<=\n)-- \r?\n[^\n]*\r?\n(?:\r?\n)*\Z")
 
 
