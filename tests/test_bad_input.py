@@ -204,8 +204,9 @@ def test_an_overlap_away_from_the_version_in_use_is_judged_by_lint_not_by_every_
 ) -> None:
     """Issue 20: `a.patch` (>=1.0,<2.0) and `b.patch` (>=1.5) overlap from 1.5, and the install
     is 1.0.0. lint refuses the set; update, which cannot know its next version, refuses it
-    before its updater runs; apply and check choose a.patch for 1.0.0; check of a tag both
-    variants claim refuses that tag's version, naming both files."""
+    before its updater runs, and so do `fleet ready` and recover; apply and check choose
+    a.patch for 1.0.0; check of a tag both variants claim refuses that tag's version, naming
+    both files."""
     build, _, _ = CASES["overlapping variants"]
     ran = tmp_path / "updater-ran"
     config = f'[update]\ncommand = ["touch", "{ran}"]\n'
@@ -219,6 +220,9 @@ def test_an_overlap_away_from_the_version_in_use_is_judged_by_lint_not_by_every_
     assert update.returncode == 2 and overlap in update.stderr, (update.stdout, update.stderr)
     assert len(update.stderr.strip().splitlines()) == 1 and "Traceback" not in update.stderr
     assert not ran.exists() and tree_snapshot(repo) == before
+    for refusing in (["fleet", "ready"], ["recover"]):  # before an update, and to finish one
+        proc = run_cli(*refusing, "--install", repo, "--patches", patches)
+        assert proc.returncode == 2 and overlap in proc.stderr, (refusing, proc.stderr)
 
     check = run_cli("check", "--install", repo, "--patches", patches, "--ref", "v1.0.0", "--json")
     assert check.returncode == 0, (check.stdout, check.stderr)
