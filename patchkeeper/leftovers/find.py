@@ -30,8 +30,8 @@ from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.scratch import scratch_index
+from patchkeeper.install.settle import INTERRUPTED_PREFIX
 from patchkeeper.install.trees import changed_paths
-from patchkeeper.install.worktree_writer import INTERRUPTED_PREFIX
 from patchkeeper.leftovers.receipts import install_receipts
 from patchkeeper.leftovers.reflog import ReflogEntry, read_reflog
 from patchkeeper.model import nextstep
