@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from patchkeeper.install import remembered
 from patchkeeper.install.checkout import Install, open_install, refuse_if_busy_with_git
-from patchkeeper.install.worktree_writer import settle
+from patchkeeper.install.settle import settle
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError
 from patchkeeper.patchset.bundled import bundled_patches
