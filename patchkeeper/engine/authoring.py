@@ -20,14 +20,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.engine.classify import failed_files, split_hunks
+from patchkeeper.engine.apply_output import failed_files
+from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model.errors import UserError
-from patchkeeper.patchset.load import PatchFile, PatchSet, parse_patch_file
+from patchkeeper.patchset.model import PatchFile, PatchSet
+from patchkeeper.patchset.parse import parse_patch_file
 from patchkeeper.patchset.userfiles import unsafe_path
 from patchkeeper.patchset.versions import VersionInfo
 

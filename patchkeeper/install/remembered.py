@@ -22,7 +22,8 @@ from patchkeeper.install.files import atomic_write
 from patchkeeper.install.state import load_applied
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import PatchkeeperError, UserError
-from patchkeeper.patchset.load import SERIES_NAME, PatchSet
+from patchkeeper.patchset.model import PatchSet
+from patchkeeper.patchset.series import SERIES_NAME
 
 REMEMBERED_FILE = "patch-set.json"
 ENV_VAR = "PATCHKEEPER_PATCHES"

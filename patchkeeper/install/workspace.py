@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 from patchkeeper.install import remembered
 from patchkeeper.install.checkout import Install, open_install, refuse_if_busy_with_git
-from patchkeeper.install.worktree_writer import settle
+from patchkeeper.install.settle import settle
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError
 from patchkeeper.patchset.bundled import bundled_patches
-from patchkeeper.patchset.load import PatchSet, load_patch_set
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings, load_settings
 
 if TYPE_CHECKING:  # the journal and the lock are for writers: loaded when one asks

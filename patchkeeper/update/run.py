@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from patchkeeper.engine.classify import split_hunks
+from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.patching import TreeReport, apply_patches, check_symlinks, worktree_status
 from patchkeeper.install import git, gitlocks, trees
 from patchkeeper.install import journal as jr

@@ -7,7 +7,7 @@ from patchkeeper.install.checkout import Install, install_version, operation_in_
 from patchkeeper.install.processes import run_in_group
 from patchkeeper.leftovers.find import find_leftovers
 from patchkeeper.leftovers.updater_refs import describe, updater_backups
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.proof.doctor.finding import Finding
 from patchkeeper.proof.smoke.interpreter import find_python
