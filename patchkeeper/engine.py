@@ -30,13 +30,13 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from patchkeeper import git, nextstep
 from patchkeeper import outcomes as oc
 from patchkeeper.git import GitError
-from patchkeeper.merge_guard import Refusal, judge_merge
 from patchkeeper.outcomes import HunkConflict, HunkOffset, Mismatch, PatchResult
 from patchkeeper.patchset import (
     Patch,
@@ -48,6 +48,9 @@ from patchkeeper.patchset import (
     unquote,
 )
 from patchkeeper.scratch import Scratch, ScratchIndex, open_scratch, scratch_index
+
+if TYPE_CHECKING:  # loaded by the first clean 3-way merge, the only one it judges
+    from patchkeeper.merge_guard import Refusal
 
 _CHECKING_RE = re.compile(r"^Checking patch (.+)\.\.\.$")
 _OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) lines?\)\.$")
@@ -390,6 +393,8 @@ def _try_three_way(
     saved = index.save()  # a copy of the index file: no write-tree to come back to
     proc = index.apply(diff, "--3way")
     if proc.returncode == 0:
+        from patchkeeper.merge_guard import judge_merge
+
         sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
         refusal = judge_merge(sections, before, index.read_files([p for p, _ in sections]))
         if refusal is None:
@@ -476,7 +481,9 @@ def judge_failed(
         if outcome == oc.UPSTREAM_HAS_IT:  # else the work tree has it, but not from upstream
             result.outcome, result.detail = outcome, refused.detail
             return
-        refused = Refusal(False, f"{refused.detail}, but HEAD's commit does not show it")
+        refused = replace(
+            refused, has_it=False, detail=f"{refused.detail}, but HEAD's commit does not show it"
+        )
     result.outcome = oc.CONFLICT
     result.conflicts = conflicting_hunks(index, diff, files, forward, contents)
     names = ", ".join(files) or "the target"
@@ -947,6 +954,8 @@ class _Run:
     ) -> tuple[dict[int, bool], dict[int, Refusal]]:
         """The merges of MERGED (in the index now) that may stand; the index then holds only
         those (from SAVED, the index before any of them)."""
+        from patchkeeper.merge_guard import judge_merge
+
         sections = {
             i: [(path, hunks) for path, _, hunks in split_hunks(items[i][0][1].diff)]
             for i in merged

@@ -17,14 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.headers import HUNK_RE, Header, empty_patch, looks_like_diff, parse_header
 from patchkeeper.problems import Problem, raise_first
 from patchkeeper.variant_overlap import VariantChoice, bounds, overlap_problems
 from patchkeeper.version import PEP440, VersionScheme
+
+if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (see _specifier)
+    from packaging.specifiers import SpecifierSet
 
 SERIES_NAME = "series"
 PATCH_SUFFIXES = (".patch", ".diff")
@@ -523,6 +526,8 @@ def _specifier(
 ) -> tuple[SpecifierSet | None, Problem | None]:
     if key not in fields:
         return None, None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         spec = SpecifierSet(fields[key])
     except InvalidSpecifier:

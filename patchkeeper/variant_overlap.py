@@ -17,12 +17,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.problems import Problem
 
 if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
     from patchkeeper.patchset import PatchFile
 
 # A point on the line of releases: (release key, 0 just below it, 1 at it, 2 just above it).

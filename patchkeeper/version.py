@@ -20,7 +20,6 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper import git
-from patchkeeper.processes import run_in_group
 
 _DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
 _CANARY_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)*)-canary\.(?P<stamp>\d+)$")
@@ -245,6 +244,8 @@ def version_from_command(
     It runs in a process group of its own: past TIMEOUT, or once it exits, the whole group is
     ended, so no helper it started outlives it.
     """
+    from patchkeeper.processes import run_in_group  # only for a [install] version_command
+
     output: list[bytes] = []
     done = run_in_group(
         command,

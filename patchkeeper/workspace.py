@@ -15,9 +15,8 @@ from patchkeeper.config import Settings, load_settings
 from patchkeeper.errors import PatchkeeperError
 from patchkeeper.install import Install, open_install, refuse_if_busy_with_git
 from patchkeeper.patchset import PatchSet, load_patch_set
-from patchkeeper.worktree_writer import settle
 
-if TYPE_CHECKING:  # the journal and the lock are for writers: loaded when one asks
+if TYPE_CHECKING:  # the journal, the lock and the tree writer are for writers: loaded on demand
     from patchkeeper.lock import InstallLock
 
 
@@ -84,6 +83,7 @@ _WHOLE_SET_WRITERS = frozenset({"apply", "update"})
 def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
     """Every command that writes to the install starts here: the lock, then the refusals."""
     from patchkeeper.lock import install_lock
+    from patchkeeper.worktree_writer import settle
 
     with install_lock(workspace.install.state_dir, command, wait) as lock:
         lock.settled = settle(workspace.install.path, workspace.install.state_dir)
