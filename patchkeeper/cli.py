@@ -227,8 +227,11 @@ def _fail(message: str, code: int) -> NoReturn:
 def main() -> None:
     _survive_closed_pipes()
     if sys.argv[1:] == ["--version"]:  # what click's version option prints, without click
-        sys.stdout.write(f"patchkeeper, version {__version__}\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(f"patchkeeper, version {__version__}\n")
+            sys.stdout.flush()
+        except Exception as exc:  # stdout on a full disk, say: as for any command
+            _fail_unexpected(exc)
         sys.exit(0)
     import click
 
@@ -244,20 +247,26 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:
-        from patchkeeper.model import exitcodes
-        from patchkeeper.model.errors import PatchkeeperError, is_environment_error
-
-        if isinstance(exc, PatchkeeperError):
-            _fail(f"error: {exc}", exc.exit_code)
-        if os.environ.get("PATCHKEEPER_DEBUG"):  # one line and exit 1 or 7, unless asked
-            raise
-        if is_environment_error(exc):  # disk full, read-only, permission: one line, exit 7
-            assert isinstance(exc, OSError)
-            where = exc.filename if exc.filename is not None else "(a pipe or unnamed file)"
-            _fail(f"error: {where}: {exc.strerror}", exitcodes.ENVIRONMENT)
-        _fail(
-            f"internal error: {type(exc).__name__}: {exc} "
-            "(a bug; PATCHKEEPER_DEBUG=1 shows the traceback)",
-            exitcodes.INTERNAL,
-        )
+        _fail_unexpected(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail_unexpected(exc: Exception) -> NoReturn:
+    """EXC, raised by a command and not click's: its own exit code when it is ours, exit 7 for
+    the machine's refusal, else exit 1 (an internal error), each as one line."""
+    from patchkeeper.model import exitcodes
+    from patchkeeper.model.errors import PatchkeeperError, is_environment_error
+
+    if isinstance(exc, PatchkeeperError):
+        _fail(f"error: {exc}", exc.exit_code)
+    if os.environ.get("PATCHKEEPER_DEBUG"):  # one line and exit 1 or 7, unless asked
+        raise exc
+    if is_environment_error(exc):  # disk full, read-only, permission: one line, exit 7
+        assert isinstance(exc, OSError)
+        where = exc.filename if exc.filename is not None else "(a pipe or unnamed file)"
+        _fail(f"error: {where}: {exc.strerror}", exitcodes.ENVIRONMENT)
+    _fail(
+        f"internal error: {type(exc).__name__}: {exc} "
+        "(a bug; PATCHKEEPER_DEBUG=1 shows the traceback)",
+        exitcodes.INTERNAL,
+    )
