@@ -14,19 +14,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper.engine.classify import (
-    Classification,
-    Recorded,
-    classify,
-    present_in_ref,
-    split_hunks,
-)
+from patchkeeper.engine.classify import classify
+from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.ref_content import present_in_ref
+from patchkeeper.engine.state import Classification, Recorded
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.install.remembered import foreign_problem, remember
 from patchkeeper.install.scratch import ScratchIndex, scratch_index
 from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
-from patchkeeper.install.worktree_writer import symlinked_folder, write_trees
+from patchkeeper.install.tree_changes import symlinked_folder
+from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.model.outcomes import PatchResult

@@ -84,7 +84,7 @@ _WHOLE_SET_WRITERS = frozenset({"apply", "update"})
 def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
     """Every command that writes to the install starts here: the lock, then the refusals."""
     from patchkeeper.install.lock import install_lock
-    from patchkeeper.install.worktree_writer import settle
+    from patchkeeper.install.settle import settle
 
     with install_lock(workspace.install.state_dir, command, wait) as lock:
         lock.settled = settle(workspace.install.path, workspace.install.state_dir)

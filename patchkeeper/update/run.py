@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from patchkeeper.engine.classify import split_hunks
+from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.patching import TreeReport, apply_patches, check_symlinks, worktree_status
 from patchkeeper.install import git, gitlocks, trees
 from patchkeeper.install import journal as jr
@@ -55,7 +55,9 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.patchset.settings import CONFIG_NAME
 from patchkeeper.patchset.versions import VersionInfo
-from patchkeeper.proof.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
+from patchkeeper.proof.smoke.for_patches import run_for_patches
+from patchkeeper.proof.smoke.interpreter import Interpreter, interpreter_facts
+from patchkeeper.proof.smoke.results import worst_verdict
 from patchkeeper.update.rollback import STATE_BACKUP, roll_back_tree
 
 if TYPE_CHECKING:  # imported where used: only a --preview run checks a ref or fetches
