@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.model.problems import Problem
@@ -18,6 +18,9 @@ from patchkeeper.patchset.model import ContentCondition
 from patchkeeper.patchset.userfiles import unsafe_file
 from patchkeeper.patchset.variants import bounds
 from patchkeeper.patchset.versions import VersionScheme
+
+if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (_specifier_set)
+    from packaging.specifiers import SpecifierSet
 
 _SCOPE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -42,6 +45,8 @@ def parse_specifier(
 def _specifier_set(key: str, text: str) -> tuple[SpecifierSet | None, str]:
     """TEXT, field KEY, as a specifier set, or why it is none. Cached by its text: the fixes
     of a set share ranges (`>=0.21.3`), and a SpecifierSet is never changed once made."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         spec = SpecifierSet(text)
     except InvalidSpecifier:

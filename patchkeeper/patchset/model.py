@@ -12,13 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.headers import Header
 from patchkeeper.patchset.versions import PEP440, VersionScheme
+
+if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (fields.py)
+    from packaging.specifiers import SpecifierSet
 
 
 @dataclass(frozen=True)

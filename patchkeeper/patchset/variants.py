@@ -20,13 +20,16 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.model import PatchFile
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 # A point on the line of releases: (release key, 0 just below it, 1 at it, 2 just above it).
 # A release key is (epoch, release without trailing zeros), so tuples order as versions do.

@@ -54,7 +54,7 @@ def interpreter_finding(install: Install, settings: Settings) -> Finding:
 
 
 def git_state_finding(install: Install, patch_set: PatchSet) -> Finding:
-    """No merge or rebase under way, nothing an update left behind (leftovers.py), and no
+    """No merge or rebase under way, nothing an update left behind (leftovers/find.py), and no
     commits that only the updater's rescue refs still hold (updater_refs.py)."""
     problems = [reason] if (reason := operation_in_progress(install)) else []
     problems += [
