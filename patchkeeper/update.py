@@ -18,12 +18,13 @@ import datetime as dt
 import os
 import shutil
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from patchkeeper import exitcodes, git, gitlocks, nextstep
 from patchkeeper import journal as jr
@@ -63,6 +64,7 @@ UPSTREAM_LOG = "upstream.log"  # in the run's folder: the updater's output, whoe
 # Outcomes after which a patch's content is back in the tree (or no longer needed).
 BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
 SMOKE_PHASE = jr.PHASES.index("smoke") + 1
+T = TypeVar("T")
 
 
 # ---------------------------------------------------------------- result model
@@ -278,6 +280,100 @@ def _sink(as_json: bool) -> BinaryIO:
     return sys.stderr.buffer
 
 
+def _meanwhile(work: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
+    """Start WORK (a git process, say) in a thread; the function returned waits for its
+    answer and gives it back, or raises what it raised."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, work(*args, **kwargs)))
+        except BaseException as exc:  # handed to whoever waits for the answer
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def answer() -> T:
+        thread.join()
+        done, value = outcome[0]
+        if not done:
+            raise value
+        return value
+
+    return answer
+
+
+Entry = tuple[str, str] | None  # (mode, blob) of a path in a tree, None where it is absent
+
+
+def _tree_changes(repo: Path, old: str, new: str) -> dict[str, tuple[Entry, Entry]]:
+    """Each path that differs between trees OLD and NEW, with its entry on either side."""
+    fields = git.run(["diff-tree", "-r", "-z", "--no-renames", old, new], repo).stdout.split(b"\0")
+    changes: dict[str, tuple[Entry, Entry]] = {}
+    for header, name in zip(fields[0::2], fields[1::2], strict=False):
+        if header.startswith(b":"):
+            old_mode, new_mode, old_sha, new_sha, _ = header[1:].decode().split(" ")
+            path = name.decode(errors="surrogateescape")
+            changes[path] = (_entry(old_mode, old_sha), _entry(new_mode, new_sha))
+    return changes
+
+
+def _entry(mode: str, sha: str) -> Entry:
+    return None if set(mode) == {"0"} else (mode, sha)
+
+
+def _written_exactly(
+    sections: list[tuple[str, bytes, list[bytes]]], changed: dict[str, tuple[Entry, Entry]]
+) -> bool:
+    """Whether each changed path is what one recorded diff section made of HEAD's entry,
+    told by the full blob ids and modes of the section's header; any other header (a path
+    two records touch, a mode change alone, a rename) says no, and the diffs are applied."""
+    seen: set[str] = set()
+    for path, header, _ in sections:
+        if path in seen:
+            return False
+        seen.add(path)
+        sides = _header_sides(header)
+        if sides is None or changed.get(path) != sides:
+            return False
+    return seen == set(changed)
+
+
+def _header_sides(header: bytes) -> tuple[Entry, Entry] | None:
+    """(before, after) of a `git diff --full-index` file header, or None when it does not
+    name both sides' blobs and modes."""
+    modes: dict[str, str] = {}
+    blobs: tuple[str, str] | None = None
+    for raw in header.split(b"\n")[1:]:
+        line = raw.decode(errors="surrogateescape")
+        word, _, rest = line.partition(" ")
+        if line.startswith(("--- ", "+++ ")) or not line:
+            continue
+        if word == "index":
+            ids, _, mode = rest.partition(" ")
+            old_sha, _, new_sha = ids.partition("..")
+            if len(old_sha) < 40 or len(old_sha) != len(new_sha):
+                return None
+            blobs = (old_sha, new_sha)
+            if mode:
+                modes.setdefault("old", mode)
+                modes.setdefault("new", mode)
+        elif line.startswith(("new file mode ", "deleted file mode ", "old mode ", "new mode ")):
+            side = "old" if line.startswith(("deleted", "old")) else "new"
+            modes[side] = line.rsplit(" ", 1)[1]
+        else:
+            return None  # rename, copy, similarity, binary without ids: not told by header
+    if blobs is None:
+        return None
+    zero = "0" * len(blobs[0])
+    before = None if blobs[0] == zero else (modes.get("old", ""), blobs[0])
+    after = None if blobs[1] == zero else (modes.get("new", ""), blobs[1])
+    if (before is not None and not before[0]) or (after is not None and not after[0]):
+        return None
+    return before, after
+
+
 class UpdateRun:
     """One update (or the rest of one, for `recover`), phase by phase."""
 
@@ -335,8 +431,8 @@ class UpdateRun:
         leftovers = lo.find_leftovers(self.install, self.ws.patch_set)
         for item in leftovers:
             self.report.leftovers.append(LeftoverAction(item, "found-before"))
+        # Saved with the next phase's record: preflight changes nothing a crash could leave.
         self.journal.extra["leftovers_before"] = [item.id for item in leftovers]
-        jr.save(self.state_dir, self.journal)
         return f"HEAD {self.journal.old_head[:12]}, version {self.journal.old_version}"
 
     def preview(self) -> bool:
@@ -415,10 +511,13 @@ class UpdateRun:
     def set_aside(self) -> str:
         """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
         head, repo = self.journal.old_head, self.install.path
-        head_tree = lo.tree_of(repo, head)
+        # Asked while the work tree is read (neither writes the index the snapshot is read
+        # into): HEAD's tree, and whether the install's index holds what HEAD does not.
+        head_tree_of = _meanwhile(lo.tree_of, repo, head)
+        index_check = _meanwhile(git.run, ["diff", "--cached", "--quiet"], repo, check=False)
         records = load_applied(self.state_dir)
         snapshot = lo.worktree_tree(self.install, self._recorded_paths(records))
-        index_dirty = git.run(["diff", "--cached", "--quiet"], self.install.path, check=False)
+        head_tree, index_dirty = head_tree_of(), index_check()
         if snapshot == head_tree and not records and index_dirty.returncode == 0:
             return "the tree is clean: nothing to set aside"
         self._backup_state()
@@ -484,7 +583,8 @@ class UpdateRun:
         diffs = {name: written_diff(self.state_dir, records[name]) for name in names}
         if not names:
             return snapshot  # nothing of patchkeeper's to take out
-        if self._only_patches(snapshot, head_tree, names, diffs):
+        written = all(records[name].outcome in oc.WRITES for name in names)
+        if self._only_patches(snapshot, head_tree, names, diffs, written=written):
             return head_tree
         with scratch_index(self.install.path) as index:
             index.read_tree(snapshot)
@@ -510,15 +610,27 @@ class UpdateRun:
         return edits_tree
 
     def _only_patches(
-        self, snapshot: str, head_tree: str, names: list[str], diffs: dict[str, bytes]
+        self,
+        snapshot: str,
+        head_tree: str,
+        names: list[str],
+        diffs: dict[str, bytes],
+        *,
+        written: bool,
     ) -> bool:
         """Whether the snapshot is HEAD plus exactly what the records wrote, told from their
-        paths alone (no whole-tree index): taking them out then leaves HEAD's tree."""
-        paths = sorted({path for name in names for path, _, _ in split_hunks(diffs[name])})
+        paths alone (no whole-tree index): taking them out then leaves HEAD's tree. WRITTEN:
+        every diff is one patchkeeper made (git's own, whose blob ids are the truth), so the
+        blob ids alone can tell; an adopted patch file's diff is applied."""
+        sections = [section for name in names for section in split_hunks(diffs[name])]
+        paths = sorted({path for path, _, _ in sections})
         if not paths or not all(diff.endswith(b"\n") for diff in diffs.values()):
             return False
-        if not set(lo.changed_paths(self.install.path, head_tree, snapshot)) <= set(paths):
+        changed = _tree_changes(self.install.path, head_tree, snapshot)
+        if not set(changed) <= set(paths):
             return False
+        if written and _written_exactly(sections, changed):
+            return True  # each file is the blob its record wrote, on HEAD's blob: no apply
         with scratch_index(self.install.path, private_objects=True) as index:
             index.load_ref(snapshot, paths)
             whole = b"".join(diffs[name] for name in names)
@@ -538,7 +650,9 @@ class UpdateRun:
             # not by whatever else (a daemon it left, a reused pgid) is in the group.
             self.journal.upstream_pgid = pid
             self.journal.upstream_start_time = process_start_time(pid)
-            jr.save(self.state_dir, self.journal)
+            # The file is synced, the folder is not: these facts tell a live updater from a
+            # dead one after a crash of ours; after a power cut no process of before is left.
+            jr.save(self.state_dir, self.journal, then_sync_folder=False)
 
         # Said before it starts: a crash before `started` has recorded the pid must not read as
         # "the upstream command never ran" (recover then rolls back as if it may have run).
@@ -553,7 +667,8 @@ class UpdateRun:
         self.journal.upstream_exit = result.exit_status
         self.journal.upstream_ok = result.ok
         self.journal.extra["upstream_said"] = result.describe()
-        jr.save(self.state_dir, self.journal)
+        # Phase 5's record, next and with nothing done in between, syncs the folder.
+        jr.save(self.state_dir, self.journal, then_sync_folder=False)
         return result.describe()
 
     # -- phases 5-10 (also how `recover` finishes a run)
@@ -832,9 +947,7 @@ class UpdateRun:
 
     def finish(self) -> None:
         """Phase 10: the run is complete; the snapshot is no longer needed."""
-        info = install_version(self.install, self.ws.settings)
-        self.report.head_after = self.install.head()
-        self.report.version_after = str(info)
+        self.report.head_after, self.report.version_after = self._where_it_ended()
         if self.journal.before_ref and not self.journal.extra.get("keep_before"):
             git.run(["update-ref", "-d", self.journal.before_ref], self.install.path, check=False)
         shutil.rmtree(self.journal.run_dir(self.state_dir) / STATE_BACKUP, ignore_errors=True)
@@ -845,8 +958,20 @@ class UpdateRun:
         self.journal.extra["not_done"] = self.report.not_done
         self.journal.extra["rolled_back"] = self.report.rolled_back
         self.journal.extra["head_after"] = self.report.head_after
-        jr.save(self.state_dir, self.journal)
+        # Not the folder: the rename into the run folder next is not synced either, and a
+        # power cut that loses both leaves an unfinished run, which `recover` finishes again.
+        jr.save(self.state_dir, self.journal, then_sync_folder=False)
         jr.finish(self.state_dir, self.journal)
+
+    def _where_it_ended(self) -> tuple[str | None, str]:
+        """HEAD and the version after the run. Phase 6 worked both out; they are asked again
+        only when something may have changed them since: a smoke check or a post-apply command
+        ran, or edits of yours came back (a version file may be among them)."""
+        tree, report = self.report.tree, self.report
+        restored = report.restore is not None and bool(report.restore.restored)
+        if tree is not None and tree.head and not (report.smoke.checks or report.post or restored):
+            return tree.head, str(tree.version)
+        return self.install.head(), str(install_version(self.install, self.ws.settings))
 
     def _report_own_leftovers(self) -> None:
         """The refs this run leaves behind (edits that conflicted, a kept snapshot) are
