@@ -64,6 +64,14 @@ UPSTREAM_LOG = "upstream.log"  # in the run's folder: the updater's output, whoe
 # Outcomes after which a patch's content is back in the tree (or no longer needed).
 BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
 SMOKE_PHASE = jr.PHASES.index("smoke") + 1
+# Phase records whose rename needs no folder sync: preflight and preview change nothing (a
+# record a power cut loses leaves no update to recover, which is then true), and the upstream
+# phase's record is followed at once, nothing done in between, by a synced one.
+UNSYNCED_RECORDS = (
+    jr.PHASES.index("preflight") + 1,
+    jr.PHASES.index("preview") + 1,
+    jr.UPSTREAM_PHASE,
+)
 T = TypeVar("T")
 
 
@@ -401,7 +409,8 @@ class UpdateRun:
 
     def phase(self, number: int, body: Callable[[], str]) -> None:
         name = jr.phase_name(number)
-        jr.begin_phase(self.state_dir, self.journal, number)
+        sync = False if number in UNSYNCED_RECORDS else None  # None: the journal's own rule
+        jr.begin_phase(self.state_dir, self.journal, number, then_sync_folder=sync)
         self.lock.set_phase(name)
         self.say(f"[{number}/{len(jr.PHASES)}] {name}")
         started = time.monotonic()
