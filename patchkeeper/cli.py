@@ -199,7 +199,7 @@ def _fail(message: str, code: int) -> NoReturn:
     """One line on stderr; for JSON callers also one document on stdout."""
     click.echo(f"patchkeeper: {message}", err=True)
     if _wants_json(sys.argv):
-        from patchkeeper.report import emit_json
+        from patchkeeper.report.render import emit_json
 
         emit_json(_command_name(sys.argv[1:]), code, error=message.removeprefix("error: "),
                   patches=[])  # fmt: skip
@@ -220,8 +220,8 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:
-        from patchkeeper import exitcodes
-        from patchkeeper.errors import PatchkeeperError, is_environment_error
+        from patchkeeper.model import exitcodes
+        from patchkeeper.model.errors import PatchkeeperError, is_environment_error
 
         if isinstance(exc, PatchkeeperError):
             _fail(f"error: {exc}", exc.exit_code)

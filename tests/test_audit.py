@@ -30,10 +30,10 @@ from ledgers import (
     write_jobs,
 )
 
-from patchkeeper import exitcodes
-from patchkeeper.audit import Check, LossKind, audit, parse_instant
-from patchkeeper.errors import UserError
-from patchkeeper.render_audit import render_text, to_dict
+from patchkeeper.model import exitcodes
+from patchkeeper.model.errors import UserError
+from patchkeeper.proof.audit import Check, LossKind, audit, parse_instant
+from patchkeeper.report.audit import render_text, to_dict
 
 REPO = Path(__file__).resolve().parents[1]
 HOUR = timedelta(hours=1)

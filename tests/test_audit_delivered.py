@@ -28,9 +28,9 @@ from ledgers import (
     write_jobs,
 )
 
-from patchkeeper import exitcodes
-from patchkeeper.audit import Check, audit
-from patchkeeper.render_audit import render_text, to_dict
+from patchkeeper.model import exitcodes
+from patchkeeper.proof.audit import Check, audit
+from patchkeeper.report.audit import render_text, to_dict
 
 REPO = Path(__file__).resolve().parents[1]
 HOUR = timedelta(hours=1)

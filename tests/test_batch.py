@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper import engine
-from patchkeeper.checking import check_refs
-from patchkeeper.config import load_settings
 from patchkeeper.demo.sandbox import TAGS, Sandbox
-from patchkeeper.install import open_install
-from patchkeeper.patching import apply_patches, worktree_status
-from patchkeeper.patchset import load_patch_set
-from patchkeeper.scratch import ScratchIndex
+from patchkeeper.engine import classify as engine
+from patchkeeper.engine.checking import check_refs
+from patchkeeper.engine.patching import apply_patches, worktree_status
+from patchkeeper.install.checkout import open_install
+from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.settings import load_settings
 from tests.helpers import commit_files, diff_of, git, make_repo, patch_text, write_patch_set
 
 LINES = "".join(f"line {n}\n" for n in range(1, 41))

@@ -15,8 +15,8 @@ SCRIPT = Path(__file__).resolve().parent / "benchmarks" / "bench_ci.py"
 
 
 def test_the_synthetic_upstream_meets_every_outcome(tmp_path: Path) -> None:
-    from patchkeeper.checking import check_refs
-    from patchkeeper.patchset import load_patch_set
+    from patchkeeper.engine.checking import check_refs
+    from patchkeeper.patchset.load import load_patch_set
 
     upstream = build(tmp_path / "up", files=300, tags=6, changes=20, patches=40, sizes=(10, 40))
     assert upstream.tags == [f"v1.{n}.0" for n in range(6)]

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper import progress as progress_module
-from patchkeeper.annotations import escape_data, escape_property
 from patchkeeper.demo.sandbox import TAGS, Sandbox
-from patchkeeper.progress import Progress
+from patchkeeper.report import progress as progress_module
+from patchkeeper.report.annotations import escape_data, escape_property
+from patchkeeper.report.progress import Progress
 from tests.helpers import (
     GIT_ID,
     commit_files,

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from helpers import git, run_cli, run_json
 
-from patchkeeper import journal as jr
-from patchkeeper.bundled import bundled_patches
-from patchkeeper.config import load_settings
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.doctor import DoctorReport, Finding, diagnose
-from patchkeeper.install import open_install
-from patchkeeper.patching import apply_patches
-from patchkeeper.patchset import load_patch_set
-from patchkeeper.version import version_from_command
+from patchkeeper.engine.patching import apply_patches
+from patchkeeper.install import journal as jr
+from patchkeeper.install.checkout import open_install
+from patchkeeper.install.version import version_from_command
+from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.settings import load_settings
+from patchkeeper.proof.doctor import DoctorReport, Finding, diagnose
 
 
 @pytest.fixture
@@ -396,7 +396,7 @@ def test_doctor_names_delivered_runs_booked_as_a_lost_fire_claim(doctor_sandbox:
 
     from ledgers import NOW, create_ledger, execution, insert, job, write_jobs
 
-    from patchkeeper.doctor import fire_claim_finding
+    from patchkeeper.proof.doctor import fire_claim_finding
 
     install = open_install(doctor_sandbox.install)
     assert fire_claim_finding(install).ok  # no ledger yet: nothing to read

@@ -20,10 +20,10 @@ import pytest
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from patchkeeper.checking import check_refs
-from patchkeeper.patchset import load_patch_set
-from patchkeeper.scratch import TreeListings
-from patchkeeper.variant_overlap import (
+from patchkeeper.engine.checking import check_refs
+from patchkeeper.install.scratch import TreeListings
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.variants import (
     VariantChoice,
     bounds,
     meeting_pairs,
@@ -208,7 +208,7 @@ def test_a_streamed_document_is_the_bytes_of_the_whole_one(
 ) -> None:
     import json
 
-    from patchkeeper.report import SCHEMA, emit_json
+    from patchkeeper.report.render import SCHEMA, emit_json
 
     targets = [
         {"ref": "v1", "patches": [{"name": "a\u00e9\x1b", "offsets": [], "notes": ["x\ny"]}]},

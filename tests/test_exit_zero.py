@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from patchkeeper import leftovers as lo
-from patchkeeper.install import open_install
+from patchkeeper.install import trees
+from patchkeeper.install.checkout import open_install
 from tests.helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text, write_patch_set
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
@@ -598,7 +598,7 @@ def test_the_work_tree_snapshot_sees_a_same_second_same_size_edit(world: World) 
     w = world
     edited = LINES.replace("line 2\n", "line X\n")
     _same_second_same_size_edit(w.install, "app.py", LINES, edited)
-    tree = lo.worktree_tree(open_install(w.install))
+    tree = trees.worktree_tree(open_install(w.install))
     assert git(w.install, "cat-file", "blob", f"{tree}:app.py") + "\n" == edited
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from patchkeeper import smoke as smoke_runner
-from patchkeeper.bundled import bundled_patches
 from patchkeeper.demo.sandbox import Sandbox
+from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.proof import smoke as smoke_runner
 from tests.helpers import git, outcomes, run_cli, run_json, tree_snapshot
 
 PATCH = "heartbeat-fence.patch"

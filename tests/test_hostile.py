@@ -84,7 +84,7 @@ def assert_every_command_marks_invalid(repo: Path, patches: Path, *words: str) -
     """One patch file that cannot be read or is unsafe (issue 17): status, check and apply
     exit 3 with that patch `invalid`, its detail saying WORDS; nothing of it is written (the
     other patches go on); lint lists it as a problem (exit 2)."""
-    from patchkeeper.patchset import load_patch_set
+    from patchkeeper.patchset.load import load_patch_set
 
     patch_set = load_patch_set(patches)
     (bad,) = [p.name for p in patch_set.patches if any(v.invalid for v in p.variants)]

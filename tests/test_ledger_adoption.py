@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from helpers import run_cli
 
-from patchkeeper import smoke
-from patchkeeper.bundled import bundled_patches
-from patchkeeper.config import load_settings
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.install import open_install
-from patchkeeper.patching import apply_patches
-from patchkeeper.patchset import load_patch_set
+from patchkeeper.engine.patching import apply_patches
+from patchkeeper.install.checkout import open_install
+from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.settings import load_settings
+from patchkeeper.proof import smoke
 
 CHECK = bundled_patches() / "smoke" / "ledger_adoption.py"
 STEPS = ("1 happy path", "2 compare-and-set", "3 lock stall", "4 error classification")
@@ -302,7 +302,7 @@ def test_a_release_past_every_variant_runs_no_check_for_it(sandbox: Sandbox) -> 
     retired by range and its check is not run."""
     from packaging.version import Version
 
-    from patchkeeper.outcomes import PatchResult
+    from patchkeeper.model.outcomes import PatchResult
 
     retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
     retry.write_text(
@@ -333,7 +333,7 @@ def test_any_lower_bound_makes_an_older_release_unfixed(
     gives it (variant_overlap's bounds), not from `>=` and `>` alone."""
     from packaging.version import Version
 
-    from patchkeeper.outcomes import PatchResult
+    from patchkeeper.model.outcomes import PatchResult
 
     retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
     retry.write_text(

@@ -207,8 +207,8 @@ def test_a_torn_receipt_is_a_note_not_a_traceback(
 
 def test_a_stash_pushed_while_dropping_is_put_back(repo: Path) -> None:
     """`stash@{n}` names whatever is n-th now: a push in between must not cost the user."""
-    from patchkeeper.errors import UserError
-    from patchkeeper.leftovers import _drop_stash_entry
+    from patchkeeper.leftovers.heal import _drop_stash_entry
+    from patchkeeper.model.errors import UserError
 
     (repo / "app.py").write_text("old entry\n")
     git(repo, "stash", "push", "-q", "-m", "hermes-update-autostash-20261129-000000")

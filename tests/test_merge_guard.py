@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.merge_guard import judge_merge
+from patchkeeper.engine.merge_guard import judge_merge
 from tests.helpers import (
     commit_files,
     diff_of,
@@ -177,8 +177,8 @@ def test_in_a_batch_as_one_by_one(tmp_path: Path) -> None:
     plain diff (no index line, so no 3-way to try) conflicts."""
     from dataclasses import asdict
 
-    from patchkeeper.checking import check_refs
-    from patchkeeper.patchset import load_patch_set
+    from patchkeeper.engine.checking import check_refs
+    from patchkeeper.patchset.load import load_patch_set
 
     names = ["a", "b", "c", "d"]
     repo = make_repo(tmp_path / "up", {f"src/{n}.c": text(HEAD) for n in names}, tag="v1.0.0")

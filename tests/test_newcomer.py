@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper import exitcodes
+from patchkeeper.model import exitcodes
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -26,7 +26,7 @@ from helpers import (
     write_patch_set,
 )
 
-from patchkeeper.bundled import bundled_patches
+from patchkeeper.patchset.bundled import bundled_patches
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
 

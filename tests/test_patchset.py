@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from patchkeeper.patchset import inspect_patch_set, load_patch_set, parse_patch_file
-from patchkeeper.version import describe_to_version, tag_to_version
+from patchkeeper.patchset.load import inspect_patch_set, load_patch_set, parse_patch_file
+from patchkeeper.patchset.versions import describe_to_version, tag_to_version
 from tests.helpers import diff_of, git, make_repo, patch_text, run_cli, run_json, write_patch_set
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
@@ -152,7 +152,7 @@ def test_shallow_clone_reads_its_version(tmp_path: Path) -> None:
 
 
 def test_remote_tags_are_adopted_only_for_commits_already_here(tmp_path: Path) -> None:
-    from patchkeeper.version import adopt_remote_tags
+    from patchkeeper.install.version import adopt_remote_tags
 
     upstream = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
     clone = tmp_path / "clone"

@@ -20,7 +20,7 @@ import pytest
 from helpers import GIT_ID
 
 from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, Sandbox
-from patchkeeper.receipts import LATEST, RECEIPTS_DIR, Receipt, read_receipts
+from patchkeeper.leftovers.receipts import LATEST, RECEIPTS_DIR, Receipt, read_receipts
 
 # The release the install starts at, the one after it, the newest.
 FIRST, SECOND, LAST = INSTALL_TAG, TAGS[TAGS.index(INSTALL_TAG) + 1], TAGS[-1]

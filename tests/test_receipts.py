@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from helpers import make_repo
 
-from patchkeeper import journal as jr
-from patchkeeper.doctor import last_update_finding
-from patchkeeper.install import open_install
-from patchkeeper.receipts import (
+from patchkeeper.install import journal as jr
+from patchkeeper.install.checkout import open_install
+from patchkeeper.leftovers.receipts import (
     LATEST,
     RECEIPTS_DIR,
     install_receipts,
     read_receipts,
     receipt_dirs,
 )
+from patchkeeper.proof.doctor import last_update_finding
 
 REPO = Path(__file__).resolve().parents[1]
 UPDATE_CMD = REPO / "patchkeeper" / "demo" / "upstream" / "hermes_cli" / "update_cmd.py"

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.journal import PHASES, UPSTREAM_PHASE
-from patchkeeper.lock import process_start_time
-from patchkeeper.processes import group_alive
+from patchkeeper.install.journal import PHASES, UPSTREAM_PHASE
+from patchkeeper.install.lock import process_start_time
+from patchkeeper.install.processes import group_alive
 from tests.helpers import GIT_ID, git
 from tests.test_update import (
     USER_README,

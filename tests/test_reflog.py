@@ -6,7 +6,7 @@ from pathlib import Path
 
 from helpers import git, make_repo
 
-from patchkeeper.reflog import read_reflog
+from patchkeeper.leftovers.reflog import read_reflog
 
 
 def test_the_stash_reflog_matches_git_stash_list(tmp_path: Path) -> None:

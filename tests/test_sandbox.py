@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.bundled import bundled_patches
 from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, Sandbox, build_sandbox
-from patchkeeper.errors import UserError
+from patchkeeper.model.errors import UserError
+from patchkeeper.patchset.bundled import bundled_patches
 
 PATCHSET = bundled_patches()  # the sandbox's patches/ is a copy of it
 ADOPTION = "adoption-retry/scheduler-0.21.patch"

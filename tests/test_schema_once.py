@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from patchkeeper.bundled import bundled_patches
+from patchkeeper.patchset.bundled import bundled_patches
 
 PATCH = bundled_patches() / "schema-once.patch"
 SCRIPT = "CREATE TABLE IF NOT EXISTS executions (id INTEGER PRIMARY KEY, job_id TEXT)"

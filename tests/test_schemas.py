@@ -151,7 +151,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
 def test_every_command_has_a_schema_and_every_document_is_valid(
     documents: list[dict[str, Any]],
 ) -> None:
-    from patchkeeper.report import DOCUMENT_KEYS
+    from patchkeeper.report.render import DOCUMENT_KEYS
 
     commands = {doc["command"] for doc in documents}
     assert set(DOCUMENT_KEYS) | {"leftovers restore", "leftovers drop"} <= commands

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from helpers import make_repo, patch_text, run_cli, write_patch_set
 
-from patchkeeper import smoke
-from patchkeeper.config import load_settings
-from patchkeeper.install import open_install
-from patchkeeper.outcomes import PatchResult
-from patchkeeper.patchset import load_patch_set
+from patchkeeper.install.checkout import open_install
+from patchkeeper.model.outcomes import PatchResult
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.settings import load_settings
+from patchkeeper.proof import smoke
 
 PY = smoke.Interpreter(Path(sys.executable))
 VERDICT = "import json\ndef verdict(v, steps=(), **facts):\n" + (

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper import patching
-from patchkeeper.config import load_settings
-from patchkeeper.install import open_install
-from patchkeeper.patchset import load_patch_set
+from patchkeeper.engine import patching
+from patchkeeper.install.checkout import open_install
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.settings import load_settings
 from tests.helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text
 
 LINES = "".join(f"line {n}\n" for n in range(1, 41))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.config import load_settings
-from patchkeeper.install import install_version, open_install
+from patchkeeper.install.checkout import install_version, open_install
+from patchkeeper.patchset.settings import load_settings
 from tests.helpers import (
     commit_files,
     diff_of,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from patchkeeper.version import PEP440, SCHEMES, describe_to_version, tag_to_version
+from patchkeeper.patchset.versions import PEP440, SCHEMES, describe_to_version, tag_to_version
 from tests.helpers import (
     commit_files,
     diff_of,

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes, nextstep, smoke
-from patchkeeper import outcomes as oc
 from patchkeeper.commands.common import (
     install_option,
     json_option,
@@ -22,12 +20,15 @@ from patchkeeper.commands.status import (
     render_tree,
     tree_json,
 )
-from patchkeeper.outcomes import PatchResult
-from patchkeeper.patching import TreeReport, apply_patches
-from patchkeeper.report import emit_json, paint
-from patchkeeper.update import SmokeReport, run_smoke_checks
-from patchkeeper.verdict import tree_exit_code
-from patchkeeper.workspace import Workspace, locked_for_writing
+from patchkeeper.engine.patching import TreeReport, apply_patches
+from patchkeeper.install.workspace import Workspace, locked_for_writing
+from patchkeeper.model import exitcodes, nextstep
+from patchkeeper.model import outcomes as oc
+from patchkeeper.model.outcomes import PatchResult
+from patchkeeper.model.verdict import tree_exit_code
+from patchkeeper.proof import smoke
+from patchkeeper.report.render import emit_json, paint
+from patchkeeper.update.run import SmokeReport, run_smoke_checks
 
 SKIPPED = "skipped"  # --no-smoke: the patches written are not proven
 

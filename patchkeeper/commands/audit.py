@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import audit as audit_domain
-from patchkeeper.render_audit import render_text, to_dict
-from patchkeeper.report import emit_json
+from patchkeeper.proof import audit as audit_domain
+from patchkeeper.report.audit import render_text, to_dict
+from patchkeeper.report.render import emit_json
 
 _DURATION_PART = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -35,8 +35,8 @@ class PEP440(click.ParamType):
 
 def render_table(reports) -> None:  # type: ignore[no-untyped-def]
     """The text report (used by `demo` too)."""
-    from patchkeeper.check_report import render_text
-    from patchkeeper.report import use_colour
+    from patchkeeper.report.check_table import render_text
+    from patchkeeper.report.render import use_colour
 
     for line in render_text(reports, colour=use_colour()):
         click.echo(line)
@@ -115,7 +115,7 @@ def command(
       patchkeeper check --fetch --tags 'v*' --since 0.21 --format github    # in CI
       patchkeeper check --ref "$NEW_TAG" --junit patchkeeper.xml
     """
-    from patchkeeper.errors import UserError
+    from patchkeeper.model.errors import UserError
 
     if as_json and output_format not in (None, "json"):
         raise click.UsageError("--json and --format are two ways to say one thing: give one")
@@ -129,10 +129,10 @@ def command(
     if junit_path is not None and not junit_path.parent.is_dir():
         raise UserError(f"{junit_path.parent}: no such folder for --junit")
 
-    from patchkeeper import checking
-    from patchkeeper.progress import Progress
-    from patchkeeper.verdict import tree_exit_code
-    from patchkeeper.workspace import open_workspace
+    from patchkeeper.engine import checking
+    from patchkeeper.install.workspace import open_workspace
+    from patchkeeper.model.verdict import tree_exit_code
+    from patchkeeper.report.progress import Progress
 
     workspace = open_workspace(install_path, patches_dir, deferred=True)  # read-only
     repo = workspace.install.path
@@ -165,14 +165,14 @@ def command(
         [r for report in reports for r in report.results], pending_needs_attention=False
     )
     if junit_path is not None:
-        from patchkeeper.junit import write_junit
+        from patchkeeper.report.junit import write_junit
 
         write_junit(reports, junit_path)
     label = workspace.patch_set_label
     if output == "json":
         _emit_json(reports, code, label, tag_globs, since, fetch_remote)
     elif output == "junit":
-        from patchkeeper.junit import junit_xml
+        from patchkeeper.report.junit import junit_xml
 
         sys.stdout.buffer.write(junit_xml(reports))
         sys.stdout.flush()
@@ -185,7 +185,7 @@ def command(
 
 
 def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  # type: ignore[no-untyped-def]
-    from patchkeeper.report import emit_json, patch_json
+    from patchkeeper.report.render import emit_json, patch_json
 
     emit_json(
         "check",
@@ -213,8 +213,8 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  #
 
 def _emit_github(reports, patch_set, label: str) -> None:  # type: ignore[no-untyped-def]
     """The text report for the log, an annotation per failing hunk, and the step summary."""
-    from patchkeeper.annotations import annotations
-    from patchkeeper.check_report import markdown_summary, render_text
+    from patchkeeper.report.annotations import annotations
+    from patchkeeper.report.check_table import markdown_summary, render_text
 
     for line in render_text(reports, colour=False):
         click.echo(line)

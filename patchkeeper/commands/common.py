@@ -76,7 +76,7 @@ def __getattr__(name: str) -> Any:
     """`open_workspace`, loaded when a command asks for it: the options alone (lint's, for
     one) need none of what opening an install and its patch set imports."""
     if name == "open_workspace":
-        from patchkeeper.workspace import open_workspace
+        from patchkeeper.install.workspace import open_workspace
 
         return open_workspace
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,21 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from patchkeeper import exitcodes, nextstep
-from patchkeeper import outcomes as oc
-from patchkeeper.checking import check_refs
 from patchkeeper.commands.check import render_table
 from patchkeeper.commands.common import json_option
 from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.commands.update import render_update, update_json
-from patchkeeper.config import load_settings
-from patchkeeper.install import open_install
-from patchkeeper.patching import TreeReport, apply_patches, worktree_status
-from patchkeeper.patchset import load_patch_set
-from patchkeeper.report import emit_json, patch_json, use_colour
-from patchkeeper.update import UpdateOptions, run_update
-from patchkeeper.verdict import tree_exit_code
-from patchkeeper.workspace import Workspace, locked_for_writing
+from patchkeeper.engine.checking import check_refs
+from patchkeeper.engine.patching import TreeReport, apply_patches, worktree_status
+from patchkeeper.install.checkout import open_install
+from patchkeeper.install.workspace import Workspace, locked_for_writing
+from patchkeeper.model import exitcodes, nextstep
+from patchkeeper.model import outcomes as oc
+from patchkeeper.model.verdict import tree_exit_code
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.settings import load_settings
+from patchkeeper.report.render import emit_json, patch_json, use_colour
+from patchkeeper.update.run import UpdateOptions, run_update
 
 if TYPE_CHECKING:
     from patchkeeper.demo.sandbox import Sandbox
@@ -62,8 +62,8 @@ NEXT_TAG = "v0.21.3"  # upstream's heartbeat fix is in; adoption-retry has its v
 def show_apply(tell: Narration, workspace: Workspace) -> None:
     """`apply` as the command runs it: write what applies, then the checks of what was
     written and of fixes with no variant for a release this old; its exit says the truth."""
-    from patchkeeper import smoke
     from patchkeeper.commands.apply import prove
+    from patchkeeper.proof import smoke
 
     install, settings, patch_set = workspace.install, workspace.settings, workspace.patch_set
     with locked_for_writing(workspace, "apply", wait=0):

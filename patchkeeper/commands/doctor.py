@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.bundled import bundled_patches
 from patchkeeper.commands.common import install_option, json_option, patches_option
-from patchkeeper.doctor import DoctorReport, diagnose
-from patchkeeper.remembered import choose_near
-from patchkeeper.report import emit_json, paint, patch_json
+from patchkeeper.install.remembered import choose_near
+from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.proof.doctor import DoctorReport, diagnose
+from patchkeeper.report.render import emit_json, paint, patch_json
 
 
 def render(report: DoctorReport) -> None:

@@ -17,8 +17,8 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.errors import UserError
-from patchkeeper.report import emit_json
+from patchkeeper.model.errors import UserError
+from patchkeeper.report.render import emit_json
 
 
 @click.group("fleet")
@@ -119,10 +119,10 @@ def ready(install_path: Path | None, patches_dir: Path | None, wait: float, as_j
     Example:
       patchkeeper fleet ready --install ~/.hermes/hermes-agent --wait 60 --json
     """
-    from patchkeeper import remembered
-    from patchkeeper.install import refuse_if_busy_with_git
-    from patchkeeper.lock import install_lock
-    from patchkeeper.workspace import refuse_if_unfinished
+    from patchkeeper.install import remembered
+    from patchkeeper.install.checkout import refuse_if_busy_with_git
+    from patchkeeper.install.lock import install_lock
+    from patchkeeper.install.workspace import refuse_if_unfinished
 
     workspace = open_workspace(install_path, patches_dir)
     with install_lock(workspace.install.state_dir, "fleet ready", wait):

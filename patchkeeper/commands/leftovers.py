@@ -7,9 +7,6 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes, nextstep
-from patchkeeper import journal as jr
-from patchkeeper import leftovers as lo
 from patchkeeper.commands.common import (
     install_option,
     json_option,
@@ -18,11 +15,15 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.commands.record import settled_notes
-from patchkeeper.errors import UserError
-from patchkeeper.report import emit_json, leftover_json, updater_backup_json
-from patchkeeper.updater_refs import describe, updater_backups
-from patchkeeper.workspace import locked_for_writing
-from patchkeeper.worktree_writer import interrupted, interrupted_note
+from patchkeeper.install import journal as jr
+from patchkeeper.install.workspace import locked_for_writing
+from patchkeeper.install.worktree_writer import interrupted, interrupted_note
+from patchkeeper.leftovers import find as lo
+from patchkeeper.leftovers import heal
+from patchkeeper.leftovers.updater_refs import describe, updater_backups
+from patchkeeper.model import exitcodes, nextstep
+from patchkeeper.model.errors import UserError
+from patchkeeper.report.render import emit_json, leftover_json, updater_backup_json
 
 ACTIONS = ("list", "show", "restore", "drop")
 
@@ -79,7 +80,7 @@ def show(workspace, leftover_id: str) -> int:
     item = lo.find_by_id(workspace.install, workspace.patch_set, leftover_id)
     click.echo(f"# {item.id} {item.kind} {item.classification}: {item.label}")
     sys.stdout.flush()
-    sys.stdout.buffer.write(lo.leftover_diff(workspace.install.path, item))
+    sys.stdout.buffer.write(heal.leftover_diff(workspace.install.path, item))
     sys.stdout.buffer.flush()
     return exitcodes.OK
 
@@ -90,7 +91,7 @@ def restore(
     install = workspace.install
     patch_root = workspace.patch_set.root
     item = lo.find_by_id(install, workspace.patch_set, leftover_id)
-    outcome = lo.restore(install, item, markers=markers)
+    outcome = heal.restore(install, item, markers=markers)
     code = exitcodes.worst(least, exitcodes.OK if outcome.clean else exitcodes.ATTENTION)
     if as_json:
         emit_json(
@@ -131,8 +132,8 @@ def restore(
 
 def drop(workspace, leftover_id: str, as_json: bool, least: int = exitcodes.OK) -> int:
     item = lo.find_by_id(workspace.install, workspace.patch_set, leftover_id)
-    backup = lo.drop(workspace.install, item)
-    undo = lo.undo_command(workspace.install, item)
+    backup = heal.drop(workspace.install, item)
+    undo = heal.undo_command(workspace.install, item)
     if as_json:
         emit_json(
             "leftovers drop",

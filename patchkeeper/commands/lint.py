@@ -6,16 +6,16 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes
-from patchkeeper.bundled import bundled_patches
 from patchkeeper.commands.common import install_option, json_option, patches_option
-from patchkeeper.config import load_settings
-from patchkeeper.errors import UserError
-from patchkeeper.patchset import Patch, PatchSet, dangling_smoke, inspect_patch_set
-from patchkeeper.problems import Problem
-from patchkeeper.readable import unreadable_by_git
-from patchkeeper.remembered import choose_near
-from patchkeeper.report import emit_json
+from patchkeeper.engine.readable import unreadable_by_git
+from patchkeeper.install.remembered import choose_near
+from patchkeeper.model import exitcodes
+from patchkeeper.model.errors import UserError
+from patchkeeper.model.problems import Problem
+from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.patchset.load import Patch, PatchSet, dangling_smoke, inspect_patch_set
+from patchkeeper.patchset.settings import load_settings
+from patchkeeper.report.render import emit_json
 
 
 def unread(patch: Patch) -> bool:

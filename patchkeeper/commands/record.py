@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes
-from patchkeeper.authoring import record_patch
 from patchkeeper.commands.common import (
     install_option,
     json_option,
@@ -15,11 +13,13 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.install import Install, install_version
-from patchkeeper.lock import InstallLock
-from patchkeeper.report import emit_json
-from patchkeeper.version import VersionInfo
-from patchkeeper.workspace import Workspace, locked_for_writing
+from patchkeeper.engine.authoring import record_patch
+from patchkeeper.install.checkout import Install, install_version
+from patchkeeper.install.lock import InstallLock
+from patchkeeper.install.workspace import Workspace, locked_for_writing
+from patchkeeper.model import exitcodes
+from patchkeeper.patchset.versions import VersionInfo
+from patchkeeper.report.render import emit_json
 
 
 def settled_notes(lock: InstallLock) -> tuple[list[str], int]:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.authoring import refresh_patch
 from patchkeeper.commands.common import (
     install_option,
     json_option,
@@ -15,8 +14,9 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.commands.record import settled_notes, written_json
-from patchkeeper.install import install_version
-from patchkeeper.workspace import locked_for_writing
+from patchkeeper.engine.authoring import refresh_patch
+from patchkeeper.install.checkout import install_version
+from patchkeeper.install.workspace import locked_for_writing
 
 
 @click.command("refresh")

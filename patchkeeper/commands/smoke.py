@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from patchkeeper import smoke
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
-from patchkeeper.report import emit_json, paint, patch_json
-from patchkeeper.workspace import Workspace
+from patchkeeper.install.workspace import Workspace
+from patchkeeper.proof import smoke
+from patchkeeper.report.render import emit_json, paint, patch_json
 
 _WORDS = {
     smoke.PASS: ("pass", "green"),
@@ -111,7 +111,7 @@ def command(
 def patches_json(workspace: Workspace) -> list[dict[str, Any]]:
     """How each patch stands in the work tree (as `status` says), with the checks its `Smoke:`
     header names: which fix each check proves, and whether that fix is there to prove."""
-    from patchkeeper.patching import worktree_status
+    from patchkeeper.engine.patching import worktree_status
 
     tree = worktree_status(workspace.install, workspace.settings, workspace.patch_set)
     root = workspace.patch_set.root

@@ -6,18 +6,18 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes, nextstep
-from patchkeeper import journal as jr
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
-from patchkeeper.install import Install
-from patchkeeper.leftovers import find_leftovers, note_leftovers
-from patchkeeper.patching import TreeReport, worktree_status
-from patchkeeper.report import emit_json, patch_json, patch_lines
-from patchkeeper.update import UpdateOptions, retry_command
-from patchkeeper.verdict import tree_exit_code
-from patchkeeper.version import VersionInfo
-from patchkeeper.workspace import Workspace
-from patchkeeper.worktree_writer import interrupted, interrupted_note
+from patchkeeper.engine.patching import TreeReport, worktree_status
+from patchkeeper.install import journal as jr
+from patchkeeper.install.checkout import Install
+from patchkeeper.install.workspace import Workspace
+from patchkeeper.install.worktree_writer import interrupted, interrupted_note
+from patchkeeper.leftovers.find import find_leftovers, note_leftovers
+from patchkeeper.model import exitcodes, nextstep
+from patchkeeper.model.verdict import tree_exit_code
+from patchkeeper.patchset.versions import VersionInfo
+from patchkeeper.report.render import emit_json, patch_json, patch_lines
+from patchkeeper.update.run import UpdateOptions, retry_command
 
 
 def render_tree(report: TreeReport, title: str) -> None:

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from patchkeeper import exitcodes
-from patchkeeper import outcomes as oc
 from patchkeeper.commands.common import (
     install_option,
     json_option,
@@ -16,9 +14,11 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.commands.status import render_tree, tree_json
-from patchkeeper.patching import unapply_patches
-from patchkeeper.report import emit_json
-from patchkeeper.workspace import locked_for_writing
+from patchkeeper.engine.patching import unapply_patches
+from patchkeeper.install.workspace import locked_for_writing
+from patchkeeper.model import exitcodes
+from patchkeeper.model import outcomes as oc
+from patchkeeper.report.render import emit_json
 
 
 @click.command("unapply")

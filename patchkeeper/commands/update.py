@@ -16,9 +16,9 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.report import emit_json, leftover_json, patch_json, patch_lines
-from patchkeeper.update import LeftoverAction, UpdateOptions, UpdateReport, run_update
-from patchkeeper.workspace import locked_for_writing
+from patchkeeper.install.workspace import locked_for_writing
+from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines
+from patchkeeper.update.run import LeftoverAction, UpdateOptions, UpdateReport, run_update
 
 
 def leftover_action_json(action: LeftoverAction) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from patchkeeper.errors import UserError
+from patchkeeper.model.errors import UserError
 
 USAGE = "usage: python -m patchkeeper.demo publish DIR [TAG]"
 

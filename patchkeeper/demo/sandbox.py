@@ -44,10 +44,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper import git
-from patchkeeper.bundled import bundled_patches
-from patchkeeper.config import CONFIG_NAME
-from patchkeeper.errors import UserError
+from patchkeeper.install import git
+from patchkeeper.model.errors import UserError
+from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.patchset.settings import CONFIG_NAME
 
 TAGS = ("v0.21.2", "v0.21.3", "v0.21.5", "v0.22.0", "v0.22.1", "v0.23.0", "v0.24.0")
 INSTALL_TAG = "v0.21.3"  # where a sandbox's install starts unless asked otherwise

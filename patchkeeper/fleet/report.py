@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkeeper import exitcodes
-from patchkeeper.errors import UserError
+from patchkeeper.model import exitcodes
+from patchkeeper.model.errors import UserError
 
 UPDATE_REPORT = "update.json"
 SMOKE_REPORT = "smoke.json"

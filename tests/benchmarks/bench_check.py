@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from patchkeeper.demo.sandbox import TAGS, build_sandbox
-from patchkeeper.patchset import load_patch_set
+from patchkeeper.patchset.load import load_patch_set
 
 
 def plumbing_by_hand(install: Path, patches: Path, index: Path) -> None:

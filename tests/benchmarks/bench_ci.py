@@ -180,8 +180,8 @@ def update_patch_set(upstream: Upstream, install: Path, root: Path) -> Path:
     """Ten patches that apply on both the tag before the newest and the newest (an update
     everyone would call green), with the bare updater as [update] command."""
     sys.path.insert(0, str(HERE.parent.parent))
-    from patchkeeper.checking import check_refs
-    from patchkeeper.patchset import load_patch_set
+    from patchkeeper.engine.checking import check_refs
+    from patchkeeper.patchset.load import load_patch_set
 
     largest = upstream.patch_sets[max(upstream.patch_sets)]
     patch_set = load_patch_set(largest)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
-from patchkeeper.version import SCHEMES
+from patchkeeper.patchset.versions import SCHEMES
 from tests.benchmarks.bench_check import median_seconds
 
 DEBIAN = SCHEMES["debian"]

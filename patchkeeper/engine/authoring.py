@@ -1,0 +1,242 @@
+"""Write patch files from the work tree: `record` a new fix, `refresh` one after a manual fix.
+
+The diff is taken between "HEAD plus the patches before it" and "the work tree minus the
+patches after it", over the patch's own paths, so other patches' lines never leak into it.
+The patch is then recorded as applied: the work tree already holds it.
+
+`refresh` of a patch that is not in place (it conflicted, so `apply` wrote none of it) keeps,
+from the patch as written, the files the work tree leaves as they were: the hand fix was made
+in the conflicting files, and a file the patch creates, or one whose lines still apply, is not
+in the tree to be taken from it. Those parts are written to the work tree too, so that what is
+recorded as applied is all there.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchkeeper.engine.classify import failed_files, split_hunks
+from patchkeeper.install import git
+from patchkeeper.install.checkout import Install
+from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff
+from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
+from patchkeeper.install.worktree_writer import write_trees
+from patchkeeper.model.errors import UserError
+from patchkeeper.patchset.load import PatchFile, PatchSet, parse_patch_file
+from patchkeeper.patchset.userfiles import unsafe_path
+from patchkeeper.patchset.versions import VersionInfo
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def from_this_minor(version: VersionInfo) -> str | None:
+    """`>=0.21` for 0.21.5: the default Applies-To of a new patch.
+
+    Open-ended: a fix is kept until upstream has it or someone narrows its range; an upper
+    bound guessed now would make the fix `expired` at the next minor release for no reason.
+    """
+    if version.version is None:
+        return None
+    major, minor = (*version.version.release, 0)[:2]
+    return f">={major}.{minor}"
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """What the work tree gives for a patch: its new DIFF, and the files KEPT from the patch
+    as written (the tree left them as they were; they are written to it)."""
+
+    diff: bytes
+    kept: tuple[str, ...] = ()
+
+
+def _diff_for(
+    install: Install,
+    patch_set: PatchSet,
+    name: str,
+    paths: list[str],
+    keep_from: PatchFile | None = None,
+) -> _Taken:
+    """The diff of NAME over PATHS, from the work tree; with KEEP_FROM, the parts of that
+    patch file for paths the work tree leaves as they were are kept (see the docstring) and
+    written to the work tree, each file old or new (the tree writer's journal)."""
+    if install.head() is None:
+        raise UserError(f"{install.path}: HEAD does not name a commit yet")
+    records = load_applied(install.state_dir)
+    order = [p.name for p in patch_set.patches]
+    position = order.index(name) if name in order else len(order)
+    diffs = {other: written_diff(install.state_dir, records[other]) for other in records}
+    before = [n for n in order[:position] if n in records]
+    after = [n for n in order[position + 1 :] if n in records]
+    # Other patches touch other files too: load all of them, so their diffs apply whole.
+    touched = set(paths) | {p for n in before + after for p, _, _ in split_hunks(diffs[n])}
+    with scratch_index(install.path) as index:
+        index.load_ref("HEAD", touched)
+        for other in before:
+            _must_apply(index, diffs[other], other)
+        base = index.write_tree()
+        index.load_worktree(touched)
+        for other in reversed(after):
+            _must_apply(index, diffs[other], other, "--reverse")
+        taken = index.write_tree()
+        kept, sections = _untouched(install.path, base, taken, keep_from)
+        if not kept:
+            return _Taken(tree_diff(install.path, base, taken, paths))
+        _must_keep(index, sections, keep_from)
+        diff = tree_diff(install.path, base, index.write_tree(), paths)
+        index.load_worktree(kept)  # the tree as it is, later patches in place
+        as_it_is = index.write_tree()
+        _must_keep(index, sections, keep_from)
+        write_trees(
+            install.path, install.state_dir, "refresh", as_it_is, index.write_tree(), kept,
+            env=index.env,
+        )
+        return _Taken(diff, tuple(kept))
+
+
+def _untouched(
+    repo: Path, base: str, taken: str, variant: PatchFile | None
+) -> tuple[list[str], bytes]:
+    """The files VARIANT changes that TAKEN (the work tree's) holds as BASE does, and
+    VARIANT's own sections for them; none when that is all of them (the work tree holds
+    nothing of the patch to refresh it from), or when there is no VARIANT to keep from."""
+    if variant is None:
+        return [], b""
+    changed = git.out(
+        ["diff-tree", "-r", "-z", "--name-only", "--no-renames", base, taken, "--", *variant.files],
+        repo,
+    ).split("\0")
+    own = [(path, header + b"".join(hunks)) for path, header, hunks in split_hunks(variant.diff)]
+    kept = [(path, section) for path, section in own if path not in changed]
+    if len(kept) == len(own):
+        return [], b""
+    return [path for path, _ in kept], b"".join(section for _, section in kept)
+
+
+def _must_keep(index: ScratchIndex, sections: bytes, variant: PatchFile) -> None:
+    proc = index.apply(sections)
+    if proc.returncode != 0:
+        files = ", ".join(failed_files(proc.stderr)) or "its other files"
+        raise UserError(
+            f"{variant.path}: the work tree leaves {files} as upstream has it, and the patch's "
+            "change to it no longer applies: fix it by hand as well, then refresh"
+        )
+
+
+def _must_apply(index: ScratchIndex, diff: bytes, name: str, *flags: str) -> None:
+    if index.apply(diff, *flags).returncode != 0:
+        raise UserError(
+            f"{name}: what patchkeeper wrote for it is no longer in the tree as recorded "
+            "(see `patchkeeper status`); settle that first"
+        )
+
+
+def _record_applied(install: Install, name: str, variant: str, text: bytes, diff: bytes) -> None:
+    records = load_applied(install.state_dir)
+    records[name] = AppliedRecord(
+        name=name,
+        variant=variant,
+        sha256=hashlib.sha256(text).hexdigest(),
+        base=install.head() or "",
+        outcome="recorded",
+        applied_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )
+    save_applied(install.state_dir, records, {name: diff})
+
+
+def record_patch(
+    install: Install,
+    patch_set: PatchSet,
+    version: VersionInfo,
+    name: str,
+    paths: tuple[str, ...],
+    description: str,
+) -> Path:
+    if not _NAME_RE.match(name) or name.endswith((".patch", ".diff")):
+        raise UserError(f"{name!r}: a patch name is letters, digits, '.', '_' or '-', no suffix")
+    target = patch_set.root / f"{name}.patch"
+    if patch_set.by_name(name) or target.exists():
+        raise UserError(f"{target}: a patch named {name!r} exists already (use refresh)")
+    if not description.strip() or any(c in description for c in "\r\n"):
+        raise UserError(f"{description!r}: the message (-m) must be one non-empty line")
+    for path in paths:
+        if reason := unsafe_path(path):
+            raise UserError(f"{path!r}: {reason}")
+        if (install.path / path).is_dir():
+            raise UserError(f"{install.path / path}: a directory; name the files to record")
+    diff = _diff_for(install, patch_set, name, list(paths)).diff
+    if not diff:
+        raise UserError(f"{install.path}: no changes to {', '.join(paths)} against HEAD")
+    header = [
+        f"Description: {description}",
+        "Origin: vendor",
+        "Forwarded: no",
+        f"Last-Update: {dt.date.today().isoformat()}",
+        f"Base: {install.head()}",
+    ]
+    if applies := from_this_minor(version):
+        header.append(f"Applies-To: {applies}")
+    text = ("\n".join(header) + "\n---\n").encode() + diff
+    _write_checked(target, text)
+    series = patch_set.root / "series"
+    existing = series.read_bytes()
+    separator = b"" if existing.endswith(b"\n") or not existing else b"\n"
+    series.write_bytes(existing + separator + f"{name}.patch\n".encode())
+    _record_applied(install, name, target.name, text, diff)
+    return target
+
+
+def _write_checked(target: Path, text: bytes) -> None:
+    """Write a patch file only once it parses: a bad one would stop every later command."""
+    draft = target.with_name(f".{target.name}.draft")
+    draft.write_bytes(text)
+    parsed, problems = parse_patch_file(draft)
+    if problems or parsed is None:
+        draft.unlink()
+        raise UserError(f"{target}: not written: {problems[0].message if problems else 'empty'}")
+    os.replace(draft, target)
+
+
+def _updated_header(text: str, head: str) -> str:
+    """The header with Base and Last-Update set anew; everything else kept as written."""
+    lines = [
+        line for line in text.splitlines() if not line.lower().startswith(("base:", "last-update:"))
+    ]
+    today = dt.date.today().isoformat()
+    return "\n".join([*lines, f"Last-Update: {today}", f"Base: {head}"]) + "\n"
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    path: Path  # the patch file written
+    kept: tuple[str, ...]  # files kept from the patch as written, and written to the work tree
+
+
+def refresh_patch(
+    install: Install, patch_set: PatchSet, version: VersionInfo, name: str
+) -> Refreshed:
+    patch = patch_set.by_name(name)
+    if patch is None:
+        raise UserError(f"{patch_set.root / 'series'}: no patch named {name!r}")
+    variant = patch.select(version.version)
+    if variant is None:
+        raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
+    in_place = name in load_applied(install.state_dir)
+    taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
+    diff = taken.diff
+    if not diff:
+        raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
+    original = variant.path.read_bytes().decode("utf-8")  # no newline translation
+    start = original.find("\ndiff --git ")
+    header = original[: start + 1] if start >= 0 else ""
+    header = re.sub(r"\n---\n(?:.*\n)*$", "\n", header) if "\n---\n" in header else header
+    text = (_updated_header(header, install.head() or "") + "---\n").encode() + diff
+    _write_checked(variant.path, text)
+    relative = str(variant.path.relative_to(patch_set.root))
+    _record_applied(install, name, relative, text, diff)
+    return Refreshed(variant.path, taken.kept)

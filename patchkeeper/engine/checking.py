@@ -1,0 +1,240 @@
+"""Classify the patch set against refs: no checkout, no change to the work tree, HEAD, the
+index or the object store.
+
+Many refs cost little more than one: their commits, versions and `Upstream-Has:` texts are
+read with one git process each for all refs together, and a group of patches whose files
+have the same blobs as on an earlier ref is not tried again (engine.TrialMemo). Each ref's
+entries come from a diff of its tree with the one before (scratch.TreeListings), and a ref
+whose tree was judged already, for a version that chooses alike, takes that answer whole.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from patchkeeper.engine.classify import TrialMemo, classify, read_blobs, upstream_has_contents
+from patchkeeper.install import git
+from patchkeeper.install.scratch import TreeListings
+from patchkeeper.install.version import version_of_ref
+from patchkeeper.model.errors import UserError
+from patchkeeper.model.outcomes import PatchResult
+from patchkeeper.patchset.load import PatchSet, spec_contains
+from patchkeeper.patchset.versions import (
+    PEP440,
+    VersionFile,
+    VersionInfo,
+    VersionScheme,
+    describe_to_version,
+    fallen_back,
+    tag_to_version,
+)
+
+
+@dataclass(frozen=True)
+class RefReport:
+    ref: str
+    commit: str
+    version: VersionInfo
+    results: list[PatchResult]
+    seconds: float = 0.0  # how long judging this ref took (JUnit's `time`)
+
+
+# ---------------------------------------------------------------- which refs
+
+
+def select_tags(
+    repo: Path, globs: Sequence[str], since: Version | None, scheme: VersionScheme = PEP440
+) -> list[str]:
+    """The tags matching any of GLOBS (fnmatch: `*` matches any text, `/` included; no
+    globs: every tag) that name a commit, keeping with SINCE only those whose name is a
+    version >= SINCE. Ordered by version (tags that are no version last, by name)."""
+    listing = git.out(
+        ["for-each-ref", "--format=%(objecttype) %(*objecttype) %(refname:strip=2)", "refs/tags/"],
+        repo,
+    )
+    tags = []
+    for line in listing.splitlines():
+        kind, peeled, name = line.split(" ", 2)
+        if "commit" not in (kind, peeled):
+            continue  # a tag of a tree or a blob: no release to check
+        if not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs):
+            tags.append(name)
+    versions = {tag: tag_to_version(tag, scheme) for tag in tags}
+    if since is not None:
+        tags = [t for t in tags if (v := versions[t]) is not None and v >= since]
+    return sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
+
+
+def fetch(repo: Path, remote: str, timeout: float = 300.0) -> None:
+    """Fetch REMOTE's tags and branches into their refs: HEAD, branches and the work tree do
+    not move. A tag that moved upstream is taken as upstream has it now (`--force`)."""
+    proc = git.run(
+        ["fetch", "--quiet", "--tags", "--force", "--no-recurse-submodules", remote],
+        repo,
+        check=False,
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        why = lines[-1] if lines else f"exit {proc.returncode}"
+        raise FetchError(f"{repo}: could not fetch {remote}: {why}; nothing was checked")
+
+
+class FetchError(UserError):
+    """`--fetch` failed: judging stale refs would be a false answer (exit 5)."""
+
+    exit_code = 5
+
+
+# ---------------------------------------------------------------- about every ref at once
+
+
+def resolve(repo: Path, refs: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The commit each of REFS names, and its tree, in one `git cat-file` process."""
+    query = "".join(f"{ref}^{{commit}}\n{ref}^{{tree}}\n" for ref in refs).encode()
+    answers = git.run(["cat-file", "--batch-check"], repo, stdin=query).stdout.decode()
+    lines = answers.splitlines()
+    commits, trees = [], []
+    for ref, commit, tree in zip(refs, lines[::2], lines[1::2], strict=True):
+        sha, _, kind = commit.partition(" ")
+        if not kind.startswith("commit"):
+            raise UserError(f"{repo}: {ref!r} names no commit here (a typo, or not fetched yet?)")
+        commits.append(sha)
+        trees.append(tree.partition(" ")[0])
+    return commits, trees
+
+
+def versions_of(
+    repo: Path,
+    commits: Sequence[str],
+    version_file: VersionFile | None,
+    scheme: VersionScheme = PEP440,
+) -> list[VersionInfo]:
+    """Each commit's version, as `version_of_ref` gives it, in one or two git processes."""
+    infos: list[VersionInfo | None] = [None] * len(commits)
+    reasons: list[list[str]] = [[] for _ in commits]
+    if version_file is not None:
+        blobs = read_blobs(repo, [(commit, version_file.path) for commit in commits])
+        for i, commit in enumerate(commits):
+            blob = blobs.get((commit, version_file.path))
+            if blob is None:
+                text = f"{version_file.path}: no such file in {commit}"
+                info = VersionInfo(None, text, "unknown")
+            else:
+                info = version_file.read(blob)
+            if info.version is not None:
+                infos[i] = info
+            else:
+                reasons[i] = [info.text]
+    wanted = [i for i, info in enumerate(infos) if info is None]
+    if wanted:
+        described = _describe_all(repo, [commits[i] for i in wanted], scheme)
+        for i, info in zip(wanted, described, strict=True):
+            infos[i] = fallen_back(info, reasons[i]) if reasons[i] else info
+    return [info for info in infos if info is not None]
+
+
+def _describe_all(repo: Path, commits: list[str], scheme: VersionScheme) -> list[VersionInfo]:
+    """`git describe` of every commit in one process; when it cannot name one, one by one."""
+    proc = git.run(["describe", "--tags", "--match", "v[0-9]*", *commits], repo, check=False)
+    lines = proc.stdout.decode().splitlines()
+    if proc.returncode == 0 and len(lines) == len(commits):
+        versions = [describe_to_version(line, scheme) for line in lines]
+        if all(versions):
+            return [
+                VersionInfo(version, line.strip(), "describe")
+                for version, line in zip(versions, lines, strict=True)
+            ]
+    return [version_of_ref(repo, commit, scheme=scheme) for commit in commits]
+
+
+# ---------------------------------------------------------------- checking
+
+
+def check_refs(
+    repo: Path,
+    patch_set: PatchSet,
+    refs: Sequence[str],
+    version_file: VersionFile | None = None,
+    *,
+    progress: Callable[[int, int, str], None] | None = None,
+    reuse: bool = True,
+    batch: bool | None = None,
+) -> list[RefReport]:
+    """How every patch fares on each of REFS; each ref's version from VERSION_FILE's blob
+    there, else describe. PROGRESS(done, total, ref) is called after each ref. REUSE and
+    BATCH off: every patch tried alone on every ref (the same results, slower)."""
+    refs = list(refs)
+    if not refs:
+        return []
+    commits, trees = resolve(repo, refs)
+    versions = versions_of(repo, commits, version_file, patch_set.scheme)
+    variants = [v for p in patch_set.patches for v in p.variants]
+    has = upstream_has_contents(repo, commits, variants)
+    memo = TrialMemo() if reuse else None
+    chosen = [p.select(info.version) for p in patch_set.patches for info in versions]
+    listings = TreeListings(repo, {path for v in chosen if v for path in v.files}, trees)
+    judged: dict[str, tuple[Version | None, list[PatchResult]]] = {}  # tree -> first results
+    reports = []
+    for number, (ref, commit, tree, version) in enumerate(
+        zip(refs, commits, trees, versions, strict=True)
+    ):
+        started = time.monotonic()
+        earlier = judged.get(tree) if reuse else None
+        if earlier is not None and same_choices(patch_set, earlier[0], version.version):
+            results = [_copy(result) for result in earlier[1]]
+        else:
+            results = classify(
+                patch_set,
+                repo,
+                version.version,
+                upstream_ref=commit,
+                target_ref=commit,
+                trees=False,
+                batch=batch,
+                memo=memo,
+                has_content=has[commit],
+                listing=functools.partial(listings.listing, tree),
+            ).results
+            judged.setdefault(tree, (version.version, results))
+        seconds = time.monotonic() - started
+        reports.append(RefReport(ref, commit, version, results, seconds))
+        if progress is not None:
+            progress(number + 1, len(refs), ref)
+    return reports
+
+
+def _copy(result: PatchResult) -> PatchResult:
+    """A result of its own for another ref: a shallow copy (nothing changes a result once
+    judged; copy.copy would cost more than the judging it saves)."""
+    twin = object.__new__(PatchResult)
+    twin.__dict__.update(result.__dict__)
+    return twin
+
+
+def same_choices(patch_set: PatchSet, one: Version | None, other: Version | None) -> bool:
+    """Whether the versions ONE and OTHER are judged alike on the same tree: every patch has
+    a variant for both, the same, and no Upstream-Fixed-In of it contains either (what is
+    said about such a patch names the version)."""
+    for patch in patch_set.patches:
+        variant = patch.select(one)
+        if variant is None or variant is not patch.select(other):
+            return False
+        fixed = variant.upstream_fixed_in
+        if spec_contains(fixed, one) or spec_contains(fixed, other):
+            return False
+    return True
+
+
+def check_ref(
+    repo: Path, patch_set: PatchSet, ref: str, version_file: VersionFile | None = None
+) -> RefReport:
+    """How every patch fares on REF (see check_refs)."""
+    return check_refs(repo, patch_set, [ref], version_file)[0]

@@ -1,0 +1,103 @@
+"""The install: the upstream git checkout that runs; where it is, its git state, its version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchkeeper.install import git
+from patchkeeper.install.version import (
+    describe_version,
+    version_from_command,
+    version_from_worktree,
+)
+from patchkeeper.model.errors import UserError
+from patchkeeper.patchset.settings import Settings
+from patchkeeper.patchset.versions import VersionInfo, fallen_back
+
+STATE_DIR_NAME = "patchkeeper"
+
+# Files git leaves in its directory while an operation waits for the user.
+_IN_PROGRESS = {
+    "MERGE_HEAD": "a merge",
+    "rebase-merge": "a rebase",
+    "rebase-apply": "a rebase or git am",
+    "CHERRY_PICK_HEAD": "a cherry-pick",
+    "REVERT_HEAD": "a revert",
+}
+
+
+@dataclass(frozen=True)
+class Install:
+    path: Path
+    git_dir: Path
+
+    @property
+    def state_dir(self) -> Path:
+        """Tool state lives under .git/, never in the work tree the updater stashes."""
+        return self.git_dir / STATE_DIR_NAME
+
+    def head(self) -> str | None:
+        return git.rev_parse(self.path, "HEAD")
+
+
+def open_install(path: Path) -> Install:
+    """The checkout at PATH, or a one-line error (exit 2) saying why it is not one.
+
+    One `git rev-parse` answers all three questions (a repository? bare? its top and git
+    directory?), which matters for a tool that runs first in every command.
+    """
+    path = path.expanduser()
+    if not path.is_dir():
+        raise UserError(f"{path}: install not found (set [install] path or pass --install)")
+    proc = git.run(
+        ["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--show-toplevel"],
+        path,
+        check=False,
+    )
+    answers = proc.stdout.decode(errors="surrogateescape").splitlines()
+    if proc.returncode != 0 and b"not a git repository" in proc.stderr:
+        raise UserError(f"{path}: not a git repository")
+    if answers[:1] == ["true"] or len(answers) < 3:
+        raise UserError(f"{path}: a bare repository is not an install")
+    top = Path(answers[2]).resolve()
+    if top != path.resolve():
+        raise UserError(f"{path}: not the top of a checkout (that is {top})")
+    return Install(path=top, git_dir=Path(answers[1]).resolve())
+
+
+def operation_in_progress(install: Install) -> str | None:
+    """What unfinished git operation (or unmerged paths) the install is in, if any."""
+    for name, what in _IN_PROGRESS.items():
+        if (install.git_dir / name).exists():
+            return f"the install is in the middle of {what} ({install.git_dir / name})"
+    unmerged = git.out(["ls-files", "-u", "--", "."], install.path)
+    if unmerged:
+        first = unmerged.splitlines()[0].split("\t", 1)[-1]
+        return f"the install has unmerged paths ({first})"
+    return None
+
+
+def refuse_if_busy_with_git(install: Install) -> None:
+    reason = operation_in_progress(install)
+    if reason:
+        raise UserError(f"{install.path}: {reason}; finish or abort it first")
+
+
+def install_version(install: Install, settings: Settings) -> VersionInfo:
+    """The version that runs: `version_command`, then `version_file` in the work tree, then
+    git describe on HEAD; the first to give a PEP 440 version wins, and its text says why the
+    ones before it gave none."""
+    reasons: list[str] = []
+    if settings.version_command:
+        scheme = settings.version_scheme
+        info = version_from_command(install.path, settings.version_command, scheme=scheme)
+        if info.version is not None:
+            return info
+        reasons.append(info.text)
+    if settings.version_file is not None:
+        info = version_from_worktree(install.path, settings.version_file)
+        if info.version is not None:
+            return info
+        reasons.append(info.text)
+    return fallen_back(describe_version(install.path, "HEAD", settings.version_scheme), reasons)

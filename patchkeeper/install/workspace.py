@@ -1,0 +1,95 @@
+"""What every command works on: the settings, the install and the patch set, opened together."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchkeeper.install import remembered
+from patchkeeper.install.checkout import Install, open_install, refuse_if_busy_with_git
+from patchkeeper.install.worktree_writer import settle
+from patchkeeper.model import exitcodes
+from patchkeeper.model.errors import PatchkeeperError
+from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.patchset.load import PatchSet, load_patch_set
+from patchkeeper.patchset.settings import Settings, load_settings
+
+if TYPE_CHECKING:  # the journal and the lock are for writers: loaded when one asks
+    from patchkeeper.install.lock import InstallLock
+
+
+@dataclass(frozen=True)
+class Workspace:
+    settings: Settings
+    install: Install
+    patch_set: PatchSet
+    patch_set_reason: str = remembered.FROM_OPTION  # why this set (see remembered.choose)
+
+    @property
+    def patch_set_label(self) -> str:
+        return f"{self.patch_set.root} ({self.patch_set_reason})"
+
+
+def open_patch_set(
+    patches_dir: Path | None, *, deferred: bool = False
+) -> tuple[Settings, PatchSet]:
+    """The patch set (default: the bundled one) and its settings; a one-line error if bad.
+    DEFERRED: variants' diffs are read when chosen (`check`; see `load_patch_set`)."""
+    root = (patches_dir or bundled_patches()).expanduser()
+    patch_set = load_patch_set(root, deferred=deferred)
+    return load_settings(patch_set.root), patch_set
+
+
+def open_workspace(
+    install_path: Path | None, patches_dir: Path | None, *, deferred: bool = False
+) -> Workspace:
+    """INSTALL_PATH (else the set's `[install] path`) with the set `remembered.choose` picks.
+
+    With no --patches and no PATCHKEEPER_PATCHES the install is opened first, at INSTALL_PATH
+    or the bundled set's install path, since it may remember the set its fixes came from.
+    """
+    install = None
+    state_dir = None
+    if patches_dir is None and not os.environ.get(remembered.ENV_VAR, "").strip():
+        default = load_settings(bundled_patches()).install_path
+        install = open_install(install_path or default)
+        state_dir = install.state_dir
+    choice = remembered.choose(patches_dir, state_dir)
+    settings, patch_set = open_patch_set(choice.path, deferred=deferred)
+    install = install or open_install(install_path or settings.install_path)
+    return Workspace(settings, install, patch_set, choice.reason)
+
+
+def refuse_if_unfinished(install: Install) -> None:
+    """An update that stopped half-way is `recover`'s to finish; writing now would mix in."""
+    from patchkeeper.install import journal as jr
+
+    journal = jr.load(install.state_dir)
+    if journal is not None:
+        raise PatchkeeperError(
+            f"{install.path}: update {journal.id} (pid {journal.pid}) stopped in phase "
+            f"{journal.phase_label}; run `patchkeeper recover` first",
+            exitcodes.ATTENTION,
+        )
+
+
+# Writers that apply a whole set, and so would take out an applied patch the set lacks.
+_WHOLE_SET_WRITERS = frozenset({"apply", "update"})
+
+
+@contextmanager
+def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
+    """Every command that writes to the install starts here: the lock, then the refusals."""
+    from patchkeeper.install.lock import install_lock
+
+    with install_lock(workspace.install.state_dir, command, wait) as lock:
+        lock.settled = settle(workspace.install.path, workspace.install.state_dir)
+        refuse_if_unfinished(workspace.install)  # first: it may explain a git operation too
+        refuse_if_busy_with_git(workspace.install)
+        if command in _WHOLE_SET_WRITERS:
+            remembered.refuse_foreign(workspace.install, workspace.patch_set)
+        yield lock

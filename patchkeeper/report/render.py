@@ -1,0 +1,235 @@
+"""Results -> text for people and JSON documents for machines. No logic about outcomes here."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from patchkeeper.model import outcomes as oc
+from patchkeeper.model.errors import one_line
+from patchkeeper.model.outcomes import PatchResult
+
+if TYPE_CHECKING:
+    from patchkeeper.leftovers.find import Leftover
+    from patchkeeper.leftovers.updater_refs import UpdaterBackup
+
+SCHEMA = "patchkeeper/1"
+
+_COLOURS = {
+    oc.APPLIED: "green",
+    oc.APPLIED_OFFSET: "green",
+    oc.MERGED_3WAY: "yellow",
+    oc.ALREADY_APPLIED: "green",
+    oc.UPSTREAM_HAS_IT: "cyan",
+    oc.NOT_APPLICABLE: "bright_black",
+    oc.CONFLICT: "red",
+    oc.INVALID: "red",
+    oc.DRIFTED: "yellow",
+    oc.EXPIRED: "yellow",
+    oc.PENDING: "yellow",
+}
+
+
+def use_colour() -> bool:
+    """On a terminal only, and not when NO_COLOR is set and non-empty (no-color.org) or the
+    terminal is dumb (as git does). A stdout closed from the start (None) is no terminal."""
+    return (
+        sys.stdout is not None
+        and sys.stdout.isatty()
+        and not os.environ.get("NO_COLOR")
+        and os.environ.get("TERM") != "dumb"
+    )
+
+
+def paint(text: str, colour: str | None) -> str:
+    return click.style(text, fg=colour) if colour and use_colour() else text
+
+
+def outcome_word(outcome: str) -> str:
+    return paint(outcome, _COLOURS.get(outcome))
+
+
+def patch_json(result: PatchResult) -> dict[str, Any]:
+    return {
+        "name": result.name,
+        "outcome": result.outcome,
+        "variant": result.variant,
+        "in_place": result.in_place,
+        "recorded": result.recorded,
+        "undecided": result.undecided,
+        "would": result.would,
+        "detail": result.detail,
+        "offsets": [asdict(o) for o in result.offsets],
+        "merged_files": result.merged_files,
+        "conflicts": [asdict(c) for c in result.conflicts],
+        "notes": result.notes,
+    }
+
+
+def updater_backup_json(backup: UpdaterBackup) -> dict[str, Any]:
+    return {
+        "ref": backup.ref,
+        "commit": backup.commit,
+        "kind": backup.kind,
+        "needs_a_person": backup.needs_a_person,
+        "commands": [backup.inspect_command(), backup.keep_command(), backup.delete_command()]
+        if backup.needs_a_person
+        else [],
+    }
+
+
+def leftover_json(item: Leftover) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "label": item.label,
+        "age": item.age(),
+        "created": item.created,
+        "files": item.files,
+        "classification": item.classification,
+        "patches": item.patches,
+        "notes": item.notes,
+    }
+
+
+# Every document of a command has the same top-level keys, whatever happened: a run that
+# stopped on an error carries each key too, empty, so automation that reads
+# `install.head_before` or `patches` from whatever came back never meets a missing key. Such a
+# document has one key more, `error` (why it stopped): its presence is the sign of an error
+# (the fleet playbook tests `doc.error is defined`). Each command's keys beyond `schema`,
+# `command` and `exit_code`, with the value an error document gets; `leftovers restore` and
+# `leftovers drop` share the keys of `leftovers`.
+_TREE_INSTALL = {"path": None, "version": None, "version_source": None, "head": None}
+_UPDATE_INSTALL = {
+    "path": None, "head_before": None, "head_after": None,
+    "version_before": None, "version_after": None,
+}  # fmt: skip
+_TREE = {"install": _TREE_INSTALL, "patch_set": None, "patches": [], "notes": []}
+_UPDATE = {
+    "run": None, "finished": False, "update_done": False, "not_done": None,
+    "rolled_back": False, "retry": None, "install": _UPDATE_INSTALL, "patch_set": None,
+    "phases": [], "preview": None, "preview_fetch": None, "upstream": None, "leftovers": [],
+    "patches": [], "restore": None, "smoke": None, "post": [], "attention": [], "notes": [],
+}  # fmt: skip
+_AUDIT = {
+    "home": None, "ledger": None, "jobs_file": None, "now": None, "stuck_after_seconds": None,
+    "days": None, "day_zone": None, "executions_read": 0, "jobs_read": 0, "checked": [],
+    "unchecked": [], "anomalies": 0, "never_started": [], "green_but_failing": [], "stuck": [],
+    "deliveries": None, "ownership_lost": 0, "delivered_but_booked_lost": [], "per_day": [],
+    "patches": [],
+}  # fmt: skip
+_LEFTOVERS = {
+    "leftovers": [], "updater_backups": [], "leftover": None, "clean": None, "written": [],
+    "conflicts": [], "backup_ref": None, "undo": None, "patches": [],
+}  # fmt: skip
+DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
+    "status": _TREE,
+    "apply": {**_TREE, "smoke": None},
+    "unapply": _TREE,
+    "record": _TREE,
+    "refresh": _TREE,
+    "check": {"patch_set": None, "selection": None, "targets": [], "patches": []},
+    "lint": {"patch_set": None, "problems": [], "patches": []},
+    "smoke": {"install": None, "patch_set": None, "python": None, "checks": [], "patches": []},
+    "doctor": {"install": None, "findings": [], "patches": []},
+    "update": _UPDATE,
+    "recover": {"direction": None, "meaning": None, "actions": [], **_UPDATE},
+    "leftovers": _LEFTOVERS,
+    "audit": _AUDIT,
+    "demo": {"sandbox": None, "steps": [], **_UPDATE},
+    "fleet report": {"reports_dir": None, "counts": {}, "hosts": [], "patches": []},
+    "fleet ready": {"install": None, "patch_set": None, "patches": []},
+}
+
+
+def emit_json(command: str, exit_code: int, **fields: Any) -> None:
+    """One document on stdout: `schema`, `command`, `exit_code`, then the command's keys
+    (DOCUMENT_KEYS), all present in every document; `error` too when the run stopped on one.
+
+    A field given as an iterator (not a list) is a list written item by item as it comes, so
+    a large document (`check` over many refs) is never held whole, as objects or as text; the
+    bytes are those `json.dumps(document, indent=2)` gives."""
+    document: dict[str, Any] = {"schema": SCHEMA, "command": command, "exit_code": exit_code}
+    keys = DOCUMENT_KEYS.get(command, DOCUMENT_KEYS.get(command.split(" ")[0], {}))
+    document.update(copy.deepcopy(keys))
+    document.update(fields)
+    out = _Chunks()
+    for number, (key, value) in enumerate(document.items()):
+        out.write(("{\n  " if number == 0 else ",\n  ") + json.dumps(key) + ": ")
+        if isinstance(value, Iterator):
+            _write_items(out, value)
+        else:
+            out.write(_nested(value, "\n  "))
+    out.write("\n}\n")
+    out.flush()
+
+
+def _nested(value: Any, indent: str) -> str:
+    """VALUE as `json.dumps(..., indent=2)` writes it where its lines start with INDENT."""
+    return json.dumps(value, indent=2, default=str).replace("\n", indent)
+
+
+def _write_items(out: _Chunks, items: Iterator[Any]) -> None:
+    """A list at the document's second level, one item at a time."""
+    separator = "[\n    "
+    for item in items:
+        out.write(separator + _nested(item, "\n    "))
+        separator = ",\n    "
+    out.write("[]" if separator.startswith("[") else "\n  ]")
+
+
+class _Chunks:
+    """Text for stdout, passed on in pieces of about a megabyte."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> None:
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= 1 << 20:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._parts:
+            click.echo("".join(self._parts), nl=False)
+        self._parts, self._size = [], 0
+
+
+def patch_lines(
+    result: PatchResult, *, width: int = 24, indent: str = "  ", colour: bool = True
+) -> list[str]:
+    """The lines that say how one patch stands: outcome, detail, offsets, failed hunks.
+
+    Each is one line: control characters the patch or git brought in (a vertical tab in an
+    expected line, an escape sequence in a file name) are escaped, never sent to the terminal.
+    """
+    word = outcome_word(result.outcome) if colour else result.outcome
+    head = f"{indent}{one_line(result.name):<{width}} {word}"
+    if result.detail:
+        head += f"  ({one_line(result.detail)})"
+    lines = [head]
+    more = indent + "    "
+    lines += [f"{more}{offset.file}: hunk #{offset.hunk} at line {offset.line}, "
+              f"offset {offset.offset:+d}" for offset in result.offsets]  # fmt: skip
+    if result.merged_files:
+        lines.append(f"{more}3-way merged: {', '.join(result.merged_files)}")
+    for conflict in result.conflicts:
+        where = f"hunk #{conflict.hunk} ({conflict.header})" if conflict.hunk else "whole file"
+        lines.append(f"{more}{conflict.file}: {where}: {conflict.reason}")
+        for miss in conflict.mismatches:
+            found = "the file ends" if miss.found is None else f"upstream has {miss.found!r}"
+            lines.append(f"{more}  line {miss.line}: expected {miss.expected!r}, {found}")
+        if conflict.expected and not conflict.mismatches:
+            lines.append(f"{more}  expected upstream lines (none found nearby):")
+            lines += [f"{more}  | {line}" for line in conflict.expected]
+    lines += [f"{more}note: {note}" for note in result.notes]
+    return [lines[0], *map(one_line, lines[1:])]

@@ -1,0 +1,1 @@
+"""`patchkeeper update`: the phases around the upstream updater, recovery and rollback."""
