@@ -28,7 +28,8 @@ from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.proof import smoke
 from patchkeeper.report.render import emit_json, paint
-from patchkeeper.update.run import SmokeReport, run_smoke_checks
+from patchkeeper.update.checks import run_smoke_checks
+from patchkeeper.update.report import SmokeReport
 
 SKIPPED = "skipped"  # --no-smoke: the patches written are not proven
 
