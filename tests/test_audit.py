@@ -30,9 +30,12 @@ from ledgers import (
     write_jobs,
 )
 
+from patchkeeper.install.instants import parse_instant
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import UserError
-from patchkeeper.proof.audit import Check, LossKind, audit, parse_instant
+from patchkeeper.proof.audit.findings import Check
+from patchkeeper.proof.audit.reconcile import audit
+from patchkeeper.proof.audit.records import LossKind
 from patchkeeper.report.audit import render_text, to_dict
 
 REPO = Path(__file__).resolve().parents[1]

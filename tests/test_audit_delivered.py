@@ -29,7 +29,8 @@ from ledgers import (
 )
 
 from patchkeeper.model import exitcodes
-from patchkeeper.proof.audit import Check, audit
+from patchkeeper.proof.audit.findings import Check
+from patchkeeper.proof.audit.reconcile import audit
 from patchkeeper.report.audit import render_text, to_dict
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,8 @@ from patchkeeper.install.version import version_from_command
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
-from patchkeeper.proof.doctor import DoctorReport, Finding, diagnose
+from patchkeeper.proof.doctor.diagnose import diagnose
+from patchkeeper.proof.doctor.finding import DoctorReport, Finding
 
 
 @pytest.fixture
@@ -396,7 +397,7 @@ def test_doctor_names_delivered_runs_booked_as_a_lost_fire_claim(doctor_sandbox:
 
     from ledgers import NOW, create_ledger, execution, insert, job, write_jobs
 
-    from patchkeeper.proof.doctor import fire_claim_finding
+    from patchkeeper.proof.doctor.fire_claims import fire_claim_finding
 
     install = open_install(doctor_sandbox.install)
     assert fire_claim_finding(install).ok  # no ledger yet: nothing to read

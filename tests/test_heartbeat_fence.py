@@ -19,7 +19,9 @@ import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.patchset.bundled import bundled_patches
-from patchkeeper.proof import smoke as smoke_runner
+from patchkeeper.proof.smoke.interpreter import Interpreter
+from patchkeeper.proof.smoke.one_check import run_check
+from patchkeeper.proof.smoke.results import CheckResult
 from tests.helpers import git, outcomes, run_cli, run_json, tree_snapshot
 
 PATCH = "heartbeat-fence.patch"
@@ -196,10 +198,10 @@ def test_only_a_refusal_is_false_and_an_unknown_answer_raises(
     assert isinstance(caught.value.__cause__, OSError)
 
 
-def probe(install: Path, patches: Path) -> smoke_runner.CheckResult:
-    python = smoke_runner.Interpreter(Path(sys.executable))
+def probe(install: Path, patches: Path) -> CheckResult:
+    python = Interpreter(Path(sys.executable))
     path = patches / "smoke" / CHECK
-    return smoke_runner.run_check(python, install, path, timeout=60, args=("--probe",))
+    return run_check(python, install, path, timeout=60, args=("--probe",))
 
 
 def test_the_probe_reads_that_the_heartbeat_waits_on_the_fence(

@@ -21,7 +21,14 @@ from patchkeeper.install.checkout import open_install
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
-from patchkeeper.proof import smoke
+from patchkeeper.proof.smoke import one_check
+from patchkeeper.proof.smoke.for_patches import (
+    checks_for_patches,
+    run_for_patches,
+    unfixed_results,
+)
+from patchkeeper.proof.smoke.interpreter import Interpreter
+from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS, CheckResult
 
 CHECK = bundled_patches() / "smoke" / "ledger_adoption.py"
 STEPS = ("1 happy path", "2 compare-and-set", "3 lock stall", "4 error classification")
@@ -35,13 +42,13 @@ def ledger_sandbox(sandbox: Sandbox) -> Sandbox:
     return sandbox
 
 
-def run_check(sandbox: Sandbox) -> smoke.CheckResult:
-    python = smoke.Interpreter(Path(sys.executable))
+def run_check(sandbox: Sandbox) -> CheckResult:
+    python = Interpreter(Path(sys.executable))
     path = sandbox.patches / "smoke" / "ledger_adoption.py"
-    return smoke.run_check(python, sandbox.install, path, timeout=90)
+    return one_check.run_check(python, sandbox.install, path, timeout=90)
 
 
-def verdicts(result: smoke.CheckResult) -> dict[str, str]:
+def verdicts(result: CheckResult) -> dict[str, str]:
     return {s.name: s.verdict for s in result.steps}
 
 
@@ -88,14 +95,14 @@ def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
     install = open_install(ledger_sandbox.install)
     applied = apply_patches(install, settings, patch_set)
     progress: list[tuple[str, str]] = []
-    report = smoke.run_for_patches(
+    report = run_for_patches(
         install, settings, patch_set, applied.results, lambda n, t: progress.append((n, t))
     )
     results = {r.name: r for r in report.results}
     # heartbeat-fence is upstream's at v0.21.3 (its probe, no variant for it): its check
     # still proves upstream's own fix
     assert list(results) == ["ledger_adoption", "ledger_schema", "fire_claim_heartbeat"]
-    assert results["fire_claim_heartbeat"].verdict == smoke.PASS
+    assert results["fire_claim_heartbeat"].verdict == PASS
     assert report.exit_code == 0, report.results
     result = results["ledger_adoption"]
     assert verdicts(result) == dict.fromkeys(STEPS, "pass")
@@ -166,7 +173,7 @@ def test_a_missing_upstream_function_is_could_not_check(
 ) -> None:
     edit(ledger_sandbox, path, old, new)
     result = run_check(ledger_sandbox)
-    assert result.verdict == smoke.ERROR
+    assert result.verdict == ERROR
     assert [(s.name, s.verdict, s.detail) for s in result.steps] == [("setup", "error", reason)]
 
 
@@ -174,7 +181,7 @@ def test_a_gateway_wait_shorter_than_the_stall_loses_the_hand_off(ledger_sandbox
     """The wait is measured by running the launcher (here it waits the grace, 6 s)."""
     edit(ledger_sandbox, "cron/executions.py", "GRACE_SECONDS = 30.0", "GRACE_SECONDS = 6.0")
     result = run_check(ledger_sandbox)
-    assert result.verdict == smoke.FAIL
+    assert result.verdict == FAIL
     assert result.extra["gateway_wait_seconds"] == 6.0
     stall = next(s for s in result.steps if s.name == "3 lock stall")
     assert (stall.verdict, stall.detail) == (
@@ -194,7 +201,7 @@ def test_the_older_launcher_generation_is_driven_and_judged(tmp_path: Path) -> N
     old = build_sandbox(tmp_path / "old", install_tag="v0.21.2")
     shutil.copy2(CHECK, old.patches / "smoke" / "ledger_adoption.py")
     result = run_check(old)
-    assert result.verdict == smoke.FAIL, result
+    assert result.verdict == FAIL, result
     assert result.extra["gateway_wait_seconds"] == 5.0
     assert verdicts(result)["1 happy path"] == "pass"
     assert verdicts(result)["3 lock stall"] == "fail"
@@ -204,7 +211,7 @@ def test_the_older_launcher_generation_is_driven_and_judged(tmp_path: Path) -> N
     assert json.loads(applied.stdout)["patches"][0]["outcome"] == "not-applicable"
     assert subprocess.run(["git", "apply", str(patch)], cwd=old.install).returncode == 0
     forced = run_check(old)
-    assert forced.verdict == smoke.ERROR
+    assert forced.verdict == ERROR
     assert [(s.name, s.detail) for s in forced.steps] == [(
         "setup",
         "the launcher failed before it spawned a worker: NameError: "
@@ -247,13 +254,13 @@ def test_a_backport_that_forgets_the_gateway_hook_fails_the_stall_and_the_probe(
     assert len(hook) == 1, hook
     target.write_text("".join(line for line in lines if line not in hook))
     result = run_check(ledger_sandbox)
-    assert result.verdict == smoke.FAIL
+    assert result.verdict == FAIL
     assert verdicts(result)["3 lock stall"] == "fail"
     assert verdicts(result)["1 happy path"] == "pass"
-    python = smoke.Interpreter(Path(sys.executable))
+    python = Interpreter(Path(sys.executable))
     path = ledger_sandbox.patches / "smoke" / "ledger_adoption.py"
-    probed = smoke.run_check(python, ledger_sandbox.install, path, timeout=90, args=["--probe"])
-    assert probed.verdict == smoke.FAIL
+    probed = one_check.run_check(python, ledger_sandbox.install, path, timeout=90, args=["--probe"])
+    assert probed.verdict == FAIL
     gateway = next(s for s in probed.steps if s.name == "gateway passes its deadline")
     assert gateway.verdict == "fail"
     assert "writes no adoption_deadline" in gateway.detail
@@ -311,8 +318,8 @@ def test_a_release_past_every_variant_runs_no_check_for_it(sandbox: Sandbox) -> 
     patch_set = load_patch_set(sandbox.patches)
     settings = load_settings(sandbox.patches)
     results = [PatchResult("adoption-retry", "not-applicable")]
-    older = smoke.checks_for_patches(patch_set, settings, results, Version("0.21.2"))
-    newer = smoke.checks_for_patches(patch_set, settings, results, Version("0.23.0"))
+    older = checks_for_patches(patch_set, settings, results, Version("0.21.2"))
+    newer = checks_for_patches(patch_set, settings, results, Version("0.23.0"))
     assert (older, newer) == (["ledger_adoption"], [])
 
 
@@ -341,7 +348,7 @@ def test_any_lower_bound_makes_an_older_release_unfixed(
     )
     patch_set = load_patch_set(sandbox.patches)
     results = [PatchResult("adoption-retry", "not-applicable")]
-    found = smoke.unfixed_results(patch_set, results, Version(version))
+    found = unfixed_results(patch_set, results, Version(version))
     assert [r.name for r in found] == (["adoption-retry"] if unfixed else [])
 
 
@@ -363,9 +370,9 @@ def test_the_smoke_run_takes_the_version_apply_already_has(sandbox: Sandbox) -> 
     install = open_install(sandbox.install)
     applied = apply_patches(install, settings, patch_set)
     assert counter.read_text().count("run") == 1
-    given = smoke.run_for_patches(install, settings, patch_set, applied.results,
+    given = run_for_patches(install, settings, patch_set, applied.results,
                                   version=applied.version)  # fmt: skip
     assert counter.read_text().count("run") == 1  # not run again
     assert "ledger_adoption" in [r.name for r in given.results]  # unfixed at 0.21.3: it ran
-    smoke.run_for_patches(install, settings, patch_set, applied.results)
+    run_for_patches(install, settings, patch_set, applied.results)
     assert counter.read_text().count("run") == 2  # the old path still works it out

@@ -23,7 +23,7 @@ from patchkeeper.leftovers.receipts import (
     read_receipts,
     receipt_dirs,
 )
-from patchkeeper.proof.doctor import last_update_finding
+from patchkeeper.proof.doctor.last_update import last_update_finding
 
 REPO = Path(__file__).resolve().parents[1]
 UPDATE_CMD = REPO / "patchkeeper" / "demo" / "upstream" / "hermes_cli" / "update_cmd.py"

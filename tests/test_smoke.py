@@ -20,9 +20,13 @@ from patchkeeper.install.checkout import open_install
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
-from patchkeeper.proof import smoke
+from patchkeeper.proof.smoke.for_patches import checks_for_patches, run_for_patches
+from patchkeeper.proof.smoke.interpreter import Interpreter, find_python
+from patchkeeper.proof.smoke.one_check import run_check
+from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS, worst_verdict
+from patchkeeper.proof.smoke.suite import run_checks
 
-PY = smoke.Interpreter(Path(sys.executable))
+PY = Interpreter(Path(sys.executable))
 VERDICT = "import json\ndef verdict(v, steps=(), **facts):\n" + (
     "    print(json.dumps({'check': 'x', 'verdict': v, 'steps': list(steps), **facts}))\n"
 )
@@ -50,7 +54,7 @@ def run(install: Path, path: Path, timeout: float = 30.0, relayed: list | None =
         if relayed is not None:
             relayed.append((name, text))
 
-    return smoke.run_check(PY, install, path, timeout=timeout, on_progress=relay)
+    return run_check(PY, install, path, timeout=timeout, on_progress=relay)
 
 
 # ---------------------------------------------------------------- verdicts
@@ -70,7 +74,7 @@ def test_a_pass_with_steps_facts_and_progress(install: Path, patch_dir: Path) ->
     )
     relayed: list = []
     result = run(install, check, relayed=relayed)
-    assert result.verdict == smoke.PASS, result
+    assert result.verdict == PASS, result
     assert [(s.name, s.verdict, s.seconds) for s in result.steps] == [
         ("one", "pass", 0.5),
         ("two", "pass", None),
@@ -100,7 +104,7 @@ def test_the_environment_is_the_installs_and_nothing_of_the_operators(
     """,
     )
     result = run(install, check)
-    assert result.verdict == smoke.PASS, result
+    assert result.verdict == PASS, result
     facts = result.extra
     assert Path(facts["cwd"]) == install
     assert facts["answer"] == 42  # the install is on sys.path
@@ -132,7 +136,7 @@ def test_a_timeout_is_an_error_and_the_checks_helpers_die_with_it(
     started = time.monotonic()
     result = run(install, check, timeout=1.5)
     assert time.monotonic() - started < 10
-    assert result.verdict == smoke.ERROR
+    assert result.verdict == ERROR
     assert result.detail.startswith("timed out after")
     helper = int(pid_file.read_text())
     for _ in range(50):
@@ -153,7 +157,7 @@ def _alive(pid: int) -> bool:
 def test_a_crash_is_an_error_that_names_the_exception(install: Path, patch_dir: Path) -> None:
     check = write_check(patch_dir, "crash", "raise RuntimeError('upstream moved')\n")
     result = run(install, check)
-    assert result.verdict == smoke.ERROR
+    assert result.verdict == ERROR
     assert result.detail == "crashed (exit 1): RuntimeError: upstream moved"
 
 
@@ -173,7 +177,7 @@ def test_output_that_is_not_a_clean_verdict_is_an_error(
     install: Path, patch_dir: Path, body: str, reason: str
 ) -> None:
     result = run(install, write_check(patch_dir, "bad", body))
-    assert result.verdict == smoke.ERROR
+    assert result.verdict == ERROR
     assert reason in result.detail
 
 
@@ -182,8 +186,8 @@ def test_a_failing_or_unchecked_step_outweighs_the_checks_own_pass(
 ) -> None:
     failing = write_check(patch_dir, "f", "verdict('pass', [{'name': 'a', 'verdict': 'fail'}])")
     erring = write_check(patch_dir, "e", "verdict('pass', [{'name': 'a', 'verdict': 'error'}])")
-    assert run(install, failing).verdict == smoke.FAIL
-    assert run(install, erring).verdict == smoke.ERROR
+    assert run(install, failing).verdict == FAIL
+    assert run(install, erring).verdict == ERROR
 
 
 def test_a_real_failure_outweighs_a_step_that_could_not_check(
@@ -193,21 +197,21 @@ def test_a_real_failure_outweighs_a_step_that_could_not_check(
     "could not check" alone."""
     steps = "[{'name': 'a', 'verdict': 'error'}, {'name': 'b', 'verdict': 'fail'}]"
     both = write_check(patch_dir, "both", f"verdict('error', {steps})")
-    assert run(install, both).verdict == smoke.FAIL
-    assert smoke.worst_verdict([smoke.ERROR, smoke.FAIL, smoke.PASS]) == smoke.FAIL
+    assert run(install, both).verdict == FAIL
+    assert worst_verdict([ERROR, FAIL, PASS]) == FAIL
 
 
 def test_the_verdict_may_follow_upstream_noise_on_stdout(install: Path, patch_dir: Path) -> None:
     check = write_check(patch_dir, "noisy", "print('RuntimeWarning: ...')\nverdict('pass')\n")
-    assert run(install, check).verdict == smoke.PASS
+    assert run(install, check).verdict == PASS
 
 
 def test_a_missing_check_file_or_interpreter_is_an_error(install: Path, tmp_path: Path) -> None:
     assert "no check named nope" in run(install, tmp_path / "nope.py").detail
     check = write_check(tmp_path, "ok", "verdict('pass')\n")
-    gone = smoke.Interpreter(tmp_path / "venv" / "bin" / "python")
-    result = smoke.run_check(gone, install, check, timeout=5)
-    assert result.verdict == smoke.ERROR and "could not start" in result.detail
+    gone = Interpreter(tmp_path / "venv" / "bin" / "python")
+    result = run_check(gone, install, check, timeout=5)
+    assert result.verdict == ERROR and "could not start" in result.detail
 
 
 # ---------------------------------------------------------------- the interpreter
@@ -218,17 +222,17 @@ def test_the_interpreter_is_the_configured_one_then_a_venv_then_ours(
 ) -> None:
     opened = open_install(install)
     venv_python = install / "venv" / "bin" / "python"
-    assert smoke.find_python(opened, load_settings(patch_dir)).note  # nothing found: a note
+    assert find_python(opened, load_settings(patch_dir)).note  # nothing found: a note
     venv_python.parent.mkdir(parents=True)
     venv_python.symlink_to(sys.executable)
-    assert smoke.find_python(opened, load_settings(patch_dir)) == smoke.Interpreter(venv_python)
+    assert find_python(opened, load_settings(patch_dir)) == Interpreter(venv_python)
     (patch_dir / "patchkeeper.toml").write_text('[install]\npython = "bin/py3"\n')
-    missing = smoke.find_python(opened, load_settings(patch_dir))  # never replaced by ours
+    missing = find_python(opened, load_settings(patch_dir))  # never replaced by ours
     assert missing.path == install / "bin" / "py3" and not missing.found
     assert "[install] python bin/py3 not found" in missing.note
     (install / "bin").mkdir()
     (install / "bin" / "py3").symlink_to(sys.executable)
-    assert smoke.find_python(opened, load_settings(patch_dir)).path == install / "bin" / "py3"
+    assert find_python(opened, load_settings(patch_dir)).path == install / "bin" / "py3"
 
 
 # ---------------------------------------------------------------- the command
@@ -294,9 +298,9 @@ def test_update_runs_the_checks_applied_patches_name_plus_configured_ones(
         PatchResult("fix", "applied", variant="fix.patch"),
         PatchResult("other", "conflict", variant="other.patch"),
     ]
-    names = smoke.checks_for_patches(patch_set, settings, results)
+    names = checks_for_patches(patch_set, settings, results)
     assert names == ["good", "gone", "extra"]
-    report = smoke.run_for_patches(open_install(install), settings, patch_set, results)
+    report = run_for_patches(open_install(install), settings, patch_set, results)
     assert [(r.name, r.verdict) for r in report.results] == [
         ("good", "pass"),
         ("gone", "error"),
@@ -305,7 +309,7 @@ def test_update_runs_the_checks_applied_patches_name_plus_configured_ones(
     assert "no check named" in report.results[1].detail
     assert report.exit_code == 4
     # The loader refuses a path as a check name; run_checks still never leaves smoke/.
-    escape = smoke.run_checks(open_install(install), settings, patch_set, ["../escape"])
+    escape = run_checks(open_install(install), settings, patch_set, ["../escape"])
     assert [(r.name, r.verdict, r.detail) for r in escape.results] == [
         ("../escape", "error", "'../escape' is not a check name")
     ]

@@ -26,7 +26,12 @@ from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.model.verdict import tree_exit_code
-from patchkeeper.proof import smoke
+from patchkeeper.proof.smoke.for_patches import (
+    patches_proven_by,
+    unfixed_notes,
+    unfixed_results,
+)
+from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS
 from patchkeeper.report.render import emit_json, paint
 from patchkeeper.update.checks import run_smoke_checks
 from patchkeeper.update.report import SmokeReport
@@ -66,7 +71,7 @@ def command(
         report = apply_patches(workspace.install, workspace.settings, workspace.patch_set)
         written = [r for r in report.results if r.outcome in oc.WRITES]
         # A fix with no variant for a release this old: its check still runs (never green).
-        unfixed = smoke.unfixed_results(workspace.patch_set, report.results, report.version.version)
+        unfixed = unfixed_results(workspace.patch_set, report.results, report.version.version)
         proof = prove(workspace, report, written, unfixed, skip=no_smoke, quiet=as_json)
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
@@ -76,11 +81,11 @@ def command(
     note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)  # a parked stash may hold the user's content
     report.notes += take_out_steps(workspace, written, proof)
-    report.notes += smoke.unfixed_notes(workspace.patch_set, unfixed, proof.checks)
+    report.notes += unfixed_notes(workspace.patch_set, unfixed, proof.checks)
     code = tree_exit_code(report.results, pending_needs_attention=False)
     if any(note.startswith("leftover ") for note in report.notes):
         code = exitcodes.worst(code, exitcodes.ATTENTION)
-    if proof.status in (smoke.FAIL, smoke.ERROR):
+    if proof.status in (FAIL, ERROR):
         code = exitcodes.worst(code, exitcodes.SMOKE_FAILED)
     if proof.status == SKIPPED:  # in place, yet nothing proves it: never green
         report.notes.append("written, not proven: --no-smoke")
@@ -125,15 +130,15 @@ def take_out_steps(
     workspace: Workspace, written: list[PatchResult], proof: SmokeReport
 ) -> list[str]:
     """For each patch written whose check did not pass: it stays in, and how to take it out."""
-    failing = {c["name"]: c["verdict"] for c in proof.checks if c["verdict"] != smoke.PASS}
+    failing = {c["name"]: c["verdict"] for c in proof.checks if c["verdict"] != PASS}
     steps = []
-    for name in smoke.patches_proven_by(workspace.patch_set, written, failing):
+    for name in patches_proven_by(workspace.patch_set, written, failing):
         patch = workspace.patch_set.by_name(name)
         checks = sorted(
             {n for v in (patch.variants if patch else ()) for n in v.smoke} & set(failing)
         )
         said = ", ".join(
-            f"{c} {'could not check' if failing[c] == smoke.ERROR else 'failed'}" for c in checks
+            f"{c} {'could not check' if failing[c] == ERROR else 'failed'}" for c in checks
         )
         unapply = nextstep.command(
             "unapply", name, install=workspace.install.path, patches=workspace.patch_set.root

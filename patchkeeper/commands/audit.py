@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.proof import audit as audit_domain
+from patchkeeper.proof.audit.reconcile import DEFAULT_DAYS, audit, resolve_home
 from patchkeeper.report.audit import render_text, to_dict
 from patchkeeper.report.render import emit_json
 
@@ -54,7 +54,7 @@ class Duration(click.ParamType):
 @click.option(
     "--days",
     type=click.IntRange(1, 366),
-    default=audit_domain.DEFAULT_DAYS,
+    default=DEFAULT_DAYS,
     show_default=True,
     help="How many days the per-day table shows.",
 )
@@ -79,8 +79,8 @@ def command(
     Example:
       patchkeeper audit --profile work --stuck-after 90m --days 7
     """
-    result = audit_domain.audit(
-        audit_domain.resolve_home(home, profile), stuck_after=stuck_after, days=days
+    result = audit(
+        resolve_home(home, profile), stuck_after=stuck_after, days=days
     )
     if as_json:
         document = to_dict(result)

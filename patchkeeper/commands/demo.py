@@ -64,17 +64,18 @@ def show_apply(tell: Narration, workspace: Workspace) -> None:
     """`apply` as the command runs it: write what applies, then the checks of what was
     written and of fixes with no variant for a release this old; its exit says the truth."""
     from patchkeeper.commands.apply import prove
-    from patchkeeper.proof import smoke
+    from patchkeeper.proof.smoke.for_patches import unfixed_notes, unfixed_results
+    from patchkeeper.proof.smoke.results import ERROR, FAIL
 
     install, settings, patch_set = workspace.install, workspace.settings, workspace.patch_set
     with locked_for_writing(workspace, "apply", wait=0):
         report = apply_patches(install, settings, patch_set)
         written = [r for r in report.results if r.outcome in oc.WRITES]
-        unfixed = smoke.unfixed_results(patch_set, report.results, report.version.version)
+        unfixed = unfixed_results(patch_set, report.results, report.version.version)
         proof = prove(workspace, report, written, unfixed, skip=False, quiet=True)
-    report.notes += smoke.unfixed_notes(patch_set, unfixed, proof.checks)
+    report.notes += unfixed_notes(patch_set, unfixed, proof.checks)
     code = tree_exit_code(report.results, pending_needs_attention=False)
-    if proof.status in (smoke.FAIL, smoke.ERROR):
+    if proof.status in (FAIL, ERROR):
         code = exitcodes.worst(code, exitcodes.SMOKE_FAILED)
     if tell.as_json:
         # a step document is `apply --json`'s without its smoke: the notes say what failed

@@ -10,7 +10,8 @@ import click
 from patchkeeper.commands.common import install_option, json_option, patches_option
 from patchkeeper.install.remembered import choose_near
 from patchkeeper.patchset.bundled import bundled_patches
-from patchkeeper.proof.doctor import DoctorReport, diagnose
+from patchkeeper.proof.doctor.diagnose import diagnose
+from patchkeeper.proof.doctor.finding import DoctorReport
 from patchkeeper.report.render import emit_json, paint, patch_json
 
 

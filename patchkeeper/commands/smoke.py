@@ -10,13 +10,16 @@ import click
 
 from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
 from patchkeeper.install.workspace import Workspace
-from patchkeeper.proof import smoke
+from patchkeeper.proof.smoke.catalog import select_checks
+from patchkeeper.proof.smoke.interpreter import interpreter_facts
+from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS, CheckResult, SmokeReport
+from patchkeeper.proof.smoke.suite import run_checks
 from patchkeeper.report.render import emit_json, paint, patch_json
 
 _WORDS = {
-    smoke.PASS: ("pass", "green"),
-    smoke.FAIL: ("FAIL", "red"),
-    smoke.ERROR: ("could not check", "red"),
+    PASS: ("pass", "green"),
+    FAIL: ("FAIL", "red"),
+    ERROR: ("could not check", "red"),
 }
 
 
@@ -35,7 +38,7 @@ def _numbers(facts: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in numbers.items() if not isinstance(v, bool))
 
 
-def result_lines(result: smoke.CheckResult) -> list[str]:
+def result_lines(result: CheckResult) -> list[str]:
     """How one check went: its verdict and time, each step with its time and detail."""
     head = f"{result.name}: {verdict_word(result.verdict)} in {result.seconds:.2f} s"
     lines = [head + (f"  ({result.detail})" if result.detail else "")]
@@ -48,14 +51,14 @@ def result_lines(result: smoke.CheckResult) -> list[str]:
     return lines
 
 
-def report_json(report: smoke.SmokeReport) -> dict[str, Any]:
+def report_json(report: SmokeReport) -> dict[str, Any]:
     return {
-        "python": smoke.interpreter_facts(report.python),
+        "python": interpreter_facts(report.python),
         "checks": [asdict(result) for result in report.results],
     }
 
 
-def render(report: smoke.SmokeReport) -> None:
+def render(report: SmokeReport) -> None:
     if report.python.note:
         click.echo(f"note: {report.python.note}")
     for result in report.results:
@@ -89,9 +92,9 @@ def command(
       patchkeeper smoke --check ledger_adoption
     """
     workspace = open_workspace(install_path, patches_dir)
-    names = smoke.select_checks(workspace.patch_set, check_name)
+    names = select_checks(workspace.patch_set, check_name)
     progress = None if as_json else echo_progress
-    report = smoke.run_checks(
+    report = run_checks(
         workspace.install, workspace.settings, workspace.patch_set, names, progress
     )
     if as_json:

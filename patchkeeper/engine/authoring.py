@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.engine.classify import failed_files, split_hunks
+from patchkeeper.engine.apply_output import failed_files
+from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff

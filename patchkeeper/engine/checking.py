@@ -19,7 +19,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from patchkeeper.engine.classify import TrialMemo, classify, read_blobs, upstream_has_contents
+from patchkeeper.engine.classify import classify
+from patchkeeper.engine.memo import TrialMemo
+from patchkeeper.engine.ref_content import read_blobs, upstream_has_contents
 from patchkeeper.install import git
 from patchkeeper.install.scratch import TreeListings
 from patchkeeper.install.version import version_of_ref

@@ -14,13 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper.engine.classify import (
-    Classification,
-    Recorded,
-    classify,
-    present_in_ref,
-    split_hunks,
-)
+from patchkeeper.engine.classify import classify
+from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.ref_content import present_in_ref
+from patchkeeper.engine.state import Classification, Recorded
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.install.remembered import foreign_problem, remember

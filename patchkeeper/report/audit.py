@@ -5,16 +5,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from patchkeeper.proof.audit import (
+from patchkeeper.proof.audit.findings import (
     AuditResult,
     Check,
     DeliveredButLost,
     GreenButFailing,
-    LossKind,
     NeverStartedGroup,
     StuckClaim,
     Unchecked,
 )
+from patchkeeper.proof.audit.records import LossKind
 from patchkeeper.report.render import SCHEMA
 
 _KIND_TITLES = {

@@ -9,13 +9,16 @@ from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.settings import CONFIG_NAME
 from patchkeeper.patchset.versions import VersionInfo
-from patchkeeper.proof.smoke import Interpreter, interpreter_facts, run_for_patches, worst_verdict
+from patchkeeper.proof.smoke.for_patches import run_for_patches
+from patchkeeper.proof.smoke.interpreter import Interpreter, interpreter_facts
+from patchkeeper.proof.smoke.results import worst_verdict
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.report import SmokeReport
 from patchkeeper.update.upstream import run_streamed
 
 
 def smoke(ctx: RunContext) -> str:
+    """Phase 8: the smoke checks of the patches in place, with the version phase 6 found."""
     tree = ctx.report.tree
     ctx.report.smoke = run_smoke_checks(
         ctx.ws,
@@ -29,6 +32,7 @@ def smoke(ctx: RunContext) -> str:
 
 
 def post(ctx: RunContext) -> str:
+    """Phase 9: the [update] post_apply commands, each in turn; one that fails needs you."""
     timeout = ctx.timeout
     for command in ctx.ws.settings.post_apply:
         ctx.say(f"running {' '.join(command)}")

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from patchkeeper.engine.classify import split_hunks
+from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install import git, trees
 from patchkeeper.install import journal as jr
 from patchkeeper.install.scratch import plain_index, scratch_index

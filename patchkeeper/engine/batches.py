@@ -1,0 +1,181 @@
+"""Batches: patches that need no special handling, applied as ONE concatenated stream.
+
+`git apply` applies a stream's patches in order, each on the result of the ones before, and
+all or nothing. When the stream fails, git names the files that failed; the batch is split
+there (or halved when it cannot tell) and every patch that failed is judged as it would be
+alone: those alone in their group from what git said about their files, with one reverse
+check and one 3-way merge for all of them where the answers allow, the others tried alone.
+So the results are the one-by-one results by construction (`tests/test_batch.py`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from patchkeeper.engine.apply_output import (
+    GIT_FATAL,
+    failed_files,
+    section_offsets,
+    stderr_blocks,
+)
+from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.judge import (
+    describe,
+    has_it_outcome,
+    judge_failed,
+    merge_has_it_outcome,
+    try_alone,
+)
+from patchkeeper.engine.merge_guard import Refusal
+from patchkeeper.engine.merging import merge_together
+from patchkeeper.engine.sharing import item_groups
+from patchkeeper.engine.state import Item, Judging, TrialState
+from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.model import outcomes as oc
+from patchkeeper.patchset.load import Patch, PatchFile
+
+_SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
+
+
+def batchable(
+    patch: Patch,
+    variant: PatchFile,
+    judging: Judging,
+    shared: set[str],
+    *,
+    batch: bool,
+    trees: bool,
+) -> bool:
+    """Whether PATCH may go into a batch: it is simply tried (no record, not judged by
+    its header or conditions), its diff can be concatenated, and, when a writer needs
+    each patch's diff (TREES), no other patch touches its files (SHARED)."""
+    if not batch or patch.name in judging.recorded or not variant.diff:
+        return False
+    if judging.upstream_has(variant) is not None:
+        return False
+    diff = variant.diff
+    if not diff.endswith(b"\n") or not _SECTION_RE.search(diff):
+        return False
+    return not (trees and shared.intersection(variant.files))
+
+
+def run_batch(state: TrialState, items: list[Item]) -> None:
+    """Apply ITEMS in order, as few `git apply` runs as the answers allow."""
+    if not items:
+        return
+    if len(items) == 1:
+        try_alone(state, *items[0])
+        return
+    index = state.index
+    saved = index.save()
+    proc = index.apply(b"".join(variant.diff for _, variant, _ in items))
+    if proc.returncode == 0:
+        sections = section_offsets(proc.stderr)
+        counts = [len(_SECTION_RE.findall(variant.diff)) for _, variant, _ in items]
+        if len(sections) == sum(counts):
+            for (patch, variant, result), count in zip(items, counts, strict=True):
+                result.offsets = [o for found in sections[:count] for o in found]
+                sections = sections[count:]
+                result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
+                state.batched[patch.name] = variant.files
+            return
+        index.restore(saved)  # git read the stream otherwise: one by one
+        for item in items:
+            try_alone(state, *item)
+        return
+    failed = set(failed_files(proc.stderr))
+    suspects = {i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)}
+    if not suspects:  # git named nothing we know (a corrupt patch): halve
+        half = len(items) // 2
+        run_batch(state, items[:half])
+        run_batch(state, items[half:])
+        return
+    # Patches linked by shared files form groups; groups share no file, so their order
+    # changes none of them. The groups with no failed file go as one batch. A failed
+    # patch alone in its group is judged from what git said about its files (the same
+    # as about it alone), together with the others like it; a group of several is split
+    # at its first failed patch, which is tried alone, in order.
+    groups = item_groups(items)
+    bad = [g for g in groups if suspects.intersection(g)]
+    run_batch(state, [items[i] for g in groups if g not in bad for i in g])
+    judge_batch_failures(
+        state, [items[g[0]] for g in bad if len(g) == 1], stderr_blocks(proc.stderr)
+    )
+    for group in (g for g in bad if len(g) > 1):
+        first = next(n for n, i in enumerate(group) if i in suspects)
+        run_batch(state, [items[i] for i in group[:first]])
+        try_alone(state, *items[group[first]])
+        run_batch(state, [items[i] for i in group[first + 1 :]])
+
+
+def judge_batch_failures(
+    state: TrialState, items: list[Item], blocks: dict[str, list[str]]
+) -> None:
+    """ITEMS (no two share a file) failed in a batch; BLOCKS is what git said per file."""
+    index = state.index
+    known: list[tuple[Item, bytes]] = []
+    for item in items:
+        _, variant, _ = item
+        sections = [path for path, _, _ in split_hunks(variant.diff)]
+        if not sections or any(path not in blocks for path in sections):
+            try_alone(state, *item)  # git's words cannot be told apart: alone, as one by one
+            continue
+        said = "\n".join(line for path in sections for line in blocks[path]) + "\n"
+        known.append((item, said.encode()))
+    if not known:
+        return
+    reverse: dict[int, bool] = {}
+    if len(known) > 1:
+        reverse = reverse_checks(index, [variant for (_, variant, _), _ in known])
+    left = [i for i in range(len(known)) if reverse.get(i) is False]
+    merged: dict[int, bool] = {}
+    refused: dict[int, Refusal] = {}
+    contents: dict[str, bytes] | None = None
+    if len(left) > 1:
+        pairs = [(known[i][0][1].diff, failed_files(known[i][1])) for i in left]
+        mergeable = state.blobs.mergeable(pairs)
+        merged = {i: False for i, can in zip(left, mergeable, strict=True) if not can}
+        tried = [i for i in left if i not in merged]
+        if len(tried) > 1:
+            found, refused_here, contents = merge_together(index, [known[i][0][1] for i in tried])
+            merged.update({tried[k]: m for k, m in found.items()})
+            refused = {tried[k]: why for k, why in refused_here.items()}
+    conflicting = [i for i in left if merged.get(i) is False]
+    if len(conflicting) > 1 or contents is not None:
+        paths = [
+            path
+            for i in conflicting
+            for path in failed_files(known[i][1])
+            if path in known[i][0][1].files and path not in (contents or {})
+        ]
+        contents = {**(contents or {}), **(index.read_files(paths) if paths else {})}
+    for i, ((patch, variant, result), said) in enumerate(known):
+        has_it = has_it_outcome(state.judging, variant)
+        judge_failed(
+            index, variant, result, has_it, said, reverse.get(i), merged.get(i),
+            contents, refused.get(i), state.blobs, merge_has_it_outcome(state, variant),
+        )  # fmt: skip
+        describe(state, patch, variant, result)
+
+
+def reverse_checks(index: ScratchIndex, variants: list[PatchFile]) -> dict[int, bool]:
+    """Whether each of VARIANTS (no two share a file) would reverse-apply, as far as two
+    `git apply --check --reverse` runs tell: all of them, then those git did not name.
+    Where that does not settle it, the index is left out (the caller asks alone)."""
+    proc = index.apply(b"".join(v.diff for v in variants), "--check", "--reverse")
+    if proc.returncode == 0:
+        return dict.fromkeys(range(len(variants)), True)
+    named = set(failed_files(proc.stderr))
+    if proc.returncode == GIT_FATAL or not named:
+        return {}
+    failed = {i for i, v in enumerate(variants) if named.intersection(v.files)}
+    rest = [i for i in range(len(variants)) if i not in failed]
+    answers = dict.fromkeys(failed, False)
+    if not rest:
+        return answers
+    if len(rest) == 1:
+        return answers  # one left: asking it alone costs the same
+    again = index.apply(b"".join(variants[i].diff for i in rest), "--check", "--reverse")
+    if again.returncode == 0:
+        answers.update(dict.fromkeys(rest, True))
+    return answers

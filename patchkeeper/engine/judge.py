@@ -1,0 +1,157 @@
+"""Judging one patch on the scratch index: forward, then reverse, then 3-way, never fuzz.
+
+A patch applies (at an offset or not), is there already (its reverse applies: upstream has
+it, or the work tree has it unrecorded), merges in 3-way (when the merge guard lets it), or
+conflicts with its failing hunks named. The batch step calls `judge_failed` with what it
+found out for several patches at once; the result is the one asking alone would give.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from patchkeeper.engine.apply_output import GIT_FATAL, failed_files, output_lines, parse_offsets
+from patchkeeper.engine.conflicts import conflicting_hunks
+from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.merge_guard import Refusal
+from patchkeeper.engine.merging import BlobCheck, merge_alone
+from patchkeeper.engine.state import Judging, TrialState
+from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.model import outcomes as oc
+from patchkeeper.model.outcomes import PatchResult
+from patchkeeper.patchset.load import Patch, PatchFile
+
+_CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
+
+HasIt = str | Callable[[], str]
+
+
+def classify_one(
+    index: ScratchIndex,
+    patch_file: PatchFile,
+    result: PatchResult,
+    has_it_outcome: HasIt,
+    blobs: BlobCheck | None = None,
+    merge_has_it: HasIt | None = None,
+) -> None:
+    """Try one patch on the scratch index; leave the index holding its result if it applies.
+
+    HAS_IT_OUTCOME is the outcome when the patch's changes are already there (or a function
+    that decides it, asked only then: it may cost git calls). BLOBS, MERGE_HAS_IT: see
+    `judge_failed`."""
+    check = index.apply(patch_file.diff)  # atomic: applied in full, or the index is unchanged
+    if check.returncode == 0:
+        result.offsets = parse_offsets(check.stderr)
+        result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
+        return
+    said = output_lines(check.stderr)
+    if check.returncode == GIT_FATAL or any(_CORRUPT_RE.search(line) for line in said):
+        result.outcome = oc.INVALID
+        result.detail = f"git cannot read the diff: {said[-1]}"
+        return
+    judge_failed(
+        index, patch_file, result, has_it_outcome, check.stderr, blobs=blobs,
+        merge_has_it=merge_has_it,
+    )  # fmt: skip
+
+
+def judge_failed(
+    index: ScratchIndex,
+    patch_file: PatchFile,
+    result: PatchResult,
+    has_it_outcome: HasIt,
+    forward: bytes,
+    reverse_applies: bool | None = None,
+    merged: bool | None = None,
+    contents: dict[str, bytes] | None = None,
+    refused: Refusal | None = None,
+    blobs: BlobCheck | None = None,
+    merge_has_it: HasIt | None = None,
+) -> None:
+    """A patch whose forward apply failed (git said FORWARD, not a fatal error): already
+    there (reverse applies), merged in 3-way, or a conflict with its failing hunks.
+
+    What a caller found out for several patches at once it passes in: REVERSE_APPLIES,
+    MERGED (the 3-way merge is in the index already when True), CONTENTS (the index's
+    content of the failed files), REFUSED (why a clean 3-way merge was dropped). BLOBS
+    skips a 3-way attempt that cannot merge (no preimage blob). MERGE_HAS_IT: the outcome
+    when a clean merge would write the change a second time (default: HAS_IT_OUTCOME)."""
+    diff = patch_file.diff
+    if reverse_applies is None:
+        reverse_applies = index.apply(diff, "--check", "--reverse").returncode == 0
+    if reverse_applies:
+        result.outcome = has_it_outcome if isinstance(has_it_outcome, str) else has_it_outcome()
+        return
+    files = failed_files(forward)
+    if merged is None:
+        merged = False
+        if blobs is None or blobs.can_merge(diff, files):
+            paths = [path for path, _, _ in split_hunks(diff)]
+            if contents is None or any(path not in contents for path in paths):
+                contents = {**(contents or {}), **index.read_files(paths)}
+            merged, refused = merge_alone(index, diff, contents)
+    if merged:
+        result.outcome = oc.MERGED_3WAY
+        result.merged_files = files
+        return
+    if refused is not None and refused.has_it:
+        ask = merge_has_it or has_it_outcome
+        outcome = ask if isinstance(ask, str) else ask()
+        if outcome == oc.UPSTREAM_HAS_IT:  # else the work tree has it, but not from upstream
+            result.outcome, result.detail = outcome, refused.detail
+            return
+        refused = Refusal(False, f"{refused.detail}, but HEAD's commit does not show it")
+    result.outcome = oc.CONFLICT
+    result.conflicts = conflicting_hunks(index, diff, files, forward, contents)
+    names = ", ".join(files) or "the target"
+    result.detail = refused.detail if refused else f"does not apply to {names}"
+
+
+def has_it_outcome(judging: Judging, variant: PatchFile) -> Callable[[], str]:
+    """The outcome when VARIANT's reverse applies: upstream has it, unless the work tree's
+    content is not upstream's (then it is there, but not recorded)."""
+    from_upstream = judging.from_upstream
+
+    def has_it() -> str:
+        if from_upstream is not None and not from_upstream(variant):
+            return oc.ALREADY_APPLIED
+        return oc.UPSTREAM_HAS_IT
+
+    return has_it
+
+
+def merge_has_it_outcome(state: TrialState, variant: PatchFile) -> Callable[[], str]:
+    """The outcome when a clean 3-way merge of VARIANT would write its change a second
+    time. On the work tree the content must be upstream's: the files as the upstream
+    commit holds them (a reverse check of that commit fails, as it did here)."""
+    judging, index = state.judging, state.index
+    upstream = judging.upstream_ref
+
+    def has_it() -> str:
+        if judging.from_upstream is None:
+            return oc.UPSTREAM_HAS_IT
+        if upstream is not None and index.same_as(upstream, variant.files):
+            return oc.UPSTREAM_HAS_IT
+        return oc.ALREADY_APPLIED
+
+    return has_it
+
+
+def try_alone(state: TrialState, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
+    """Try VARIANT alone on the index (forward, reverse, 3-way), as one by one does."""
+    has_it = has_it_outcome(state.judging, variant)
+    merge_has_it = merge_has_it_outcome(state, variant)
+    classify_one(state.index, variant, result, has_it, state.blobs, merge_has_it)
+    describe(state, patch, variant, result)
+
+
+def describe(state: TrialState, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
+    """RESULT's detail for the outcomes that need one; a patch it writes is noted in
+    STATE.BATCHED (its diff is its part of the combined diff)."""
+    if result.outcome == oc.UPSTREAM_HAS_IT and not result.detail:
+        result.detail = "its changes are already upstream: the patch can be retired"
+    elif result.outcome == oc.ALREADY_APPLIED:
+        result.detail = "present in the work tree but not recorded by patchkeeper"
+    if result.outcome in oc.WRITES:  # its diff is its part of the combined diff
+        state.batched[patch.name] = variant.files

@@ -1,0 +1,157 @@
+"""The 3-way merge step: whether git can merge at all, the merge, and its guard.
+
+`git apply --3way` merges a file section only with its preimage blob at hand (`BlobCheck`
+asks for all of them in one process), and a clean merge stands only when it writes nothing
+upstream has already (`merge_guard.judge_merge`, beside this module). A batch of failed
+patches that share no file is merged in one run and guarded together; where that does not
+settle it, the caller asks each patch alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from patchkeeper.engine.apply_output import GIT_FATAL, output_lines
+from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.merge_guard import Refusal, judge_merge
+from patchkeeper.install import git
+from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.patchset.load import PatchFile
+
+_CONFLICTED_RE = re.compile(r"^Applied patch to '(.+)' with conflicts\.$")
+_INDEX_LINE_RE = re.compile(r"^index ([0-9a-f]{4,64})\.\.[0-9a-f]{4,64}(?: \d+)?$")
+
+
+def preimages(diff: bytes) -> dict[str, str | None]:
+    """Per file section of DIFF that changes an existing file: the preimage blob its `index`
+    line names, or None when it names none (quilt and `diff -u` write no index line)."""
+    found: dict[str, str | None] = {}
+    for path, header, _ in split_hunks(diff):
+        lines = header.decode(errors="surrogateescape").split("\n")
+        if any(line.startswith(("new file mode", "copy from")) for line in lines):
+            continue  # a file it creates: git needs no preimage to try
+        match = next((m for line in lines if (m := _INDEX_LINE_RE.match(line.rstrip()))), None)
+        found[path] = match[1] if match else None
+    return found
+
+
+class BlobCheck:
+    """Which preimage blobs the scratch index's object store holds, asked lazily and in one
+    process per question; a blob once there stays there (objects are never taken away)."""
+
+    def __init__(self, index: ScratchIndex) -> None:
+        self.index = index
+        self.present: set[str] = set()
+
+    def can_merge(self, diff: bytes, files: Iterable[str]) -> bool:
+        """Whether `git apply --3way` could merge the sections of FILES (the ones that failed
+        forward): git merges a section only with its preimage blob at hand, and applies it
+        directly otherwise, which fails as the forward apply did. So a failed section with
+        no index line, or whose blob is missing, makes the 3-way attempt fail for sure."""
+        return self.mergeable([(diff, list(files))])[0]
+
+    def mergeable(self, patches: Sequence[tuple[bytes, list[str]]]) -> list[bool]:
+        """`can_merge` for each (diff, failed files) of PATCHES, in one process at most."""
+        wanted: list[list[str | None]] = []
+        for diff, files in patches:
+            needed = preimages(diff)
+            wanted.append([needed[path] for path in files if path in needed])
+        ask = sorted({
+            blob for blobs in wanted for blob in blobs
+            if blob and set(blob) != {"0"} and blob not in self.present
+        })  # fmt: skip
+        if ask:
+            query = "".join(f"{blob}\n" for blob in ask).encode()
+            proc = git.run(
+                ["cat-file", "--batch-check=%(objecttype)"], self.index.repo,
+                env=self.index.env, stdin=query, check=False,
+            )  # fmt: skip
+            answers = output_lines(proc.stdout)
+            if proc.returncode != 0 or len(answers) != len(ask):
+                self.present.update(ask)  # no clear answer: git's own attempt decides
+            else:
+                self.present.update(b for b, a in zip(ask, answers, strict=True) if a == "blob")
+        return [
+            all(blob is not None and (set(blob) == {"0"} or blob in self.present) for blob in b)
+            for b in wanted
+        ]
+
+
+def merge_alone(
+    index: ScratchIndex, diff: bytes, before: dict[str, bytes]
+) -> tuple[bool, Refusal | None]:
+    """Merge DIFF in 3-way; it stays in the index only when it writes nothing upstream has
+    (`merge_guard`). BEFORE: the index's content of the diff's files before the merge."""
+    saved = index.save()  # a copy of the index file: no write-tree to come back to
+    proc = index.apply(diff, "--3way")
+    if proc.returncode == 0:
+        sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
+        refusal = judge_merge(sections, before, index.read_files([p for p, _ in sections]))
+        if refusal is None:
+            return True, None
+        index.restore(saved)
+        return False, refusal
+    index.restore(saved)  # drop the conflict stages the failed merge left
+    return False, None
+
+
+def merge_together(
+    index: ScratchIndex, variants: list[PatchFile]
+) -> tuple[dict[int, bool], dict[int, Refusal], dict[str, bytes] | None]:
+    """Whether each of VARIANTS (no two share a file; none applies, none is there already)
+    merges in 3-way, from one `git apply --3way` of them all and one of those that
+    merged cleanly; the index then holds those merges. A clean merge that would write a
+    change upstream has is dropped (`merge_guard`): its refusal is returned. {} when that
+    does not settle it (the caller asks alone). Also the index's content of the variants'
+    files before any merge, for the conflicts."""
+    paths = sorted({path for variant in variants for path in variant.files})
+    before = index.read_files(paths)
+    saved = index.save()
+    diffs = [variant.diff for variant in variants]
+    proc = index.apply(b"".join(diffs), "--3way")
+    if proc.returncode == 0:
+        merged, refused = _guard(index, variants, list(range(len(variants))), before, saved)
+        return merged, refused, before
+    said = output_lines(proc.stderr)
+    index.restore(saved)
+    conflicted = {m[1] for line in said if (m := _CONFLICTED_RE.match(line))}
+    if (
+        proc.returncode == GIT_FATAL
+        or not conflicted
+        or any(line.startswith(("error:", "fatal:")) for line in said)
+    ):
+        return {}, {}, before
+    clean = [i for i, v in enumerate(variants) if not conflicted.intersection(v.files)]
+    if clean and index.apply(b"".join(diffs[i] for i in clean), "--3way").returncode:
+        index.restore(saved)
+        return {}, {}, before
+    merged, refused = _guard(index, variants, clean, before, saved)
+    return {i: merged.get(i, False) for i in range(len(variants))}, refused, before
+
+
+def _guard(
+    index: ScratchIndex,
+    variants: list[PatchFile],
+    merged: list[int],
+    before: dict[str, bytes],
+    saved: tuple[bytes | None, str | None],
+) -> tuple[dict[int, bool], dict[int, Refusal]]:
+    """The merges of MERGED (in the index now) that may stand; the index then holds only
+    those (from SAVED, the index before any of them)."""
+    sections = {
+        i: [(path, hunks) for path, _, hunks in split_hunks(variants[i].diff)] for i in merged
+    }
+    after = index.read_files(sorted({p for found in sections.values() for p, _ in found}))
+    refused = {
+        i: why for i in merged if (why := judge_merge(sections[i], before, after)) is not None
+    }
+    if refused:
+        index.restore(saved)
+        kept = [i for i in merged if i not in refused]
+        if kept:
+            again = index.apply(b"".join(variants[i].diff for i in kept), "--3way")
+            if again.returncode != 0:  # not settled: each is asked alone
+                index.restore(saved)
+                return {}, {}
+    return {i: i not in refused for i in merged}, refused
