@@ -108,10 +108,8 @@ def test_the_new_version_is_worked_out_once_when_nothing_ran_after_the_apply(
     _, install, patches = setup(tmp_path)
     assert pk("apply", "--install", install, "--patches", patches).returncode == 0
     trace = tmp_path / "trace"
-    proc = pk(
-        "update", "--json", "--install", install, "--patches", patches,
-        env={"GIT_TRACE": str(trace)},
-    )  # fmt: skip
+    env = {"GIT_TRACE": str(trace)}
+    proc = pk("update", "--json", "--install", install, "--patches", patches, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["install"]["version_after"] == "1.1.0"

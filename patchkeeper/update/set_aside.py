@@ -41,23 +41,12 @@ def set_aside(ctx: RunContext) -> str:
     if snapshot == head_tree and not records and index_dirty.returncode == 0:
         return "the tree is clean: nothing to set aside"
     _backup_state(ctx)
-    before = trees.commit_tree(
-        ctx.install.path,
-        snapshot,
-        head,
-        f"patchkeeper: work tree before update {ctx.journal.id}",
-    )
-    _set_ref(ctx, "before", before)
+    _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
     jr.checkpoint("3.1")
     edits_tree = _strip_patches(ctx, snapshot, head_tree, records)
     if edits_tree != head_tree:
-        edits = trees.commit_tree(
-            ctx.install.path,
-            edits_tree,
-            head,
-            f"patchkeeper: your edits, set aside by update {ctx.journal.id}",
-        )
-        _set_ref(ctx, "edits", edits)
+        message = f"patchkeeper: your edits, set aside by update {ctx.journal.id}"
+        _keep(ctx, "edits", edits_tree, message)
     jr.checkpoint("3.2")
     save_applied(ctx.state_dir, {}, {})
     jr.checkpoint("3.3")
@@ -82,7 +71,9 @@ def _recorded_paths(ctx: RunContext, records: dict) -> set[str]:
     }
 
 
-def _set_ref(ctx: RunContext, what: str, commit: str) -> None:
+def _keep(ctx: RunContext, what: str, tree: str, message: str) -> None:
+    """TREE as a commit on the old HEAD, under the run's ref WHAT, named in the journal."""
+    commit = trees.commit_tree(ctx.install.path, tree, ctx.journal.old_head, message)
     ref = ctx.journal.ref(what)
     git.run(["update-ref", ref, commit], ctx.install.path)
     setattr(ctx.journal, f"{what}_ref", ref)
