@@ -43,14 +43,18 @@ def set_aside(ctx: RunContext) -> str:
     _backup_state(ctx)
     _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
     jr.checkpoint("3.1")
-    edits_tree = _strip_patches(ctx, snapshot, head_tree, records)
+    edits_tree, differing = _strip_patches(ctx, snapshot, head_tree, records)
     if edits_tree != head_tree:
         message = f"patchkeeper: your edits, set aside by update {ctx.journal.id}"
         _keep(ctx, "edits", edits_tree, message)
     jr.checkpoint("3.2")
     save_applied(ctx.state_dir, {}, {})
     jr.checkpoint("3.3")
-    write_trees(ctx.install.path, ctx.state_dir, "update (set-aside)", snapshot, head_tree)
+    # Only where the snapshot may differ from HEAD, when that is known: no whole-tree diff.
+    literal = {"GIT_LITERAL_PATHSPECS": "1"}
+    write_trees(
+        repo, ctx.state_dir, "update (set-aside)", snapshot, head_tree, differing, env=literal
+    )
     jr.checkpoint("3.4")
     if index_dirty.returncode != 0 or not plain_index(ctx.install.git_dir / "index"):
         git.run(["reset", "-q"], ctx.install.path)  # else the index is HEAD's already
@@ -90,18 +94,22 @@ def _backup_state(ctx: RunContext) -> None:
         shutil.copytree(ctx.state_dir / WRITTEN_DIR, target / WRITTEN_DIR)
 
 
-def _strip_patches(ctx: RunContext, snapshot: str, head_tree: str, records: dict) -> str:
-    """The snapshot without what patchkeeper wrote (latest first); drifted content stays."""
+def _strip_patches(
+    ctx: RunContext, snapshot: str, head_tree: str, records: dict
+) -> tuple[str, list[str]]:
+    """The snapshot without what patchkeeper wrote (latest first); drifted content stays. And
+    the paths outside which the snapshot is HEAD's tree, when that is known (else none)."""
     order = [p.name for p in ctx.ws.patch_set.patches]
     order += sorted(set(records) - set(order))
     not_reversed: dict[str, set[str]] = {}
     names = [name for name in reversed(order) if name in records]
     diffs = {name: written_diff(ctx.state_dir, records[name]) for name in names}
     if not names:
-        return snapshot  # nothing of patchkeeper's to take out
+        return snapshot, []  # nothing of patchkeeper's to take out
     written = all(records[name].outcome in oc.WRITES for name in names)
     if _only_patches(ctx, snapshot, head_tree, names, diffs, written=written):
-        return head_tree
+        # The snapshot differs from HEAD on the records' paths alone.
+        return head_tree, sorted({p for name in names for p, _, _ in split_hunks(diffs[name])})
     with scratch_index(ctx.install.path) as index:
         index.read_tree(snapshot)
         # All in one `git apply` (latest first); one by one only when that fails.
@@ -122,7 +130,7 @@ def _strip_patches(ctx: RunContext, snapshot: str, head_tree: str, records: dict
             )
         else:
             ctx.report.notes.append(f"{name} was recorded but is no longer in the tree")
-    return edits_tree
+    return edits_tree, []
 
 
 def _only_patches(
