@@ -1,7 +1,7 @@
 """Command-line entry point.
 
 Commands live one per module under `patchkeeper/commands/` and are imported only when named:
-`patchkeeper --version` imports click and nothing else, `patchkeeper --help` lists every
+`patchkeeper --version` answers before click is imported, `patchkeeper --help` lists every
 command from the one-line summaries below without importing a command module, and a command
 loads only what it uses. Every user-facing failure is a PatchkeeperError: printed as one line,
 mapped to its exit code.
@@ -13,15 +13,17 @@ code it would have had. An update is never cut short half-way because a pipe clo
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import os
 import sys
-from typing import NoReturn
-
-import click
+from typing import TYPE_CHECKING, NoReturn
 
 from patchkeeper import __version__
+
+if TYPE_CHECKING:
+    import click
 
 # name -> module under patchkeeper.commands that defines `command`
 COMMANDS: dict[str, str] = {
@@ -69,50 +71,64 @@ SUMMARIES: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+@functools.cache
+def _group() -> click.Group:
+    """The click group of every command, built on first use (importing click takes longer
+    than the whole of `patchkeeper --version`)."""
+    import click
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module_name = COMMANDS.get(cmd_name)
-        if module_name is None:
-            return None
-        qualified = f"patchkeeper.commands.{module_name}"
-        try:
-            module = importlib.import_module(qualified)
-        except ModuleNotFoundError as exc:
-            if exc.name == qualified:  # a command not shipped in this build
+    class LazyGroup(click.Group):
+        def list_commands(self, ctx: click.Context) -> list[str]:
+            return sorted(COMMANDS)
+
+        def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+            module_name = COMMANDS.get(cmd_name)
+            if module_name is None:
                 return None
-            raise
-        return module.command
+            qualified = f"patchkeeper.commands.{module_name}"
+            try:
+                module = importlib.import_module(qualified)
+            except ModuleNotFoundError as exc:
+                if exc.name == qualified:  # a command not shipped in this build
+                    return None
+                raise
+            return module.command
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The command list, from SUMMARIES rather than the imported commands. Each summary
-        is shown whole, wrapped under its name: click's short help cuts it at the terminal's
-        width ("touching..."), which leaves half a sentence."""
-        rows = []
-        for name in self.list_commands(ctx):
-            summary = SUMMARIES.get(name)
-            if summary is None:
-                command = self.get_command(ctx, name)
-                if command is None or command.hidden:
-                    continue
-                summary = command.get_short_help_str(limit=10_000)
-            rows.append((name, summary))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+        def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            """The command list, from SUMMARIES rather than the imported commands. Each
+            summary is shown whole, wrapped under its name: click's short help cuts it at the
+            terminal's width ("touching..."), which leaves half a sentence."""
+            rows = []
+            for name in self.list_commands(ctx):
+                summary = SUMMARIES.get(name)
+                if summary is None:
+                    command = self.get_command(ctx, name)
+                    if command is None or command.hidden:
+                        continue
+                    summary = command.get_short_help_str(limit=10_000)
+                rows.append((name, summary))
+            if rows:
+                with formatter.section("Commands"):
+                    formatter.write_dl(rows)
+
+    @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="patchkeeper")
+    def cli() -> None:
+        """Keep local fixes alive across upstream updates of a git-installed project.
+
+        \b
+        Example:
+          patchkeeper status --install ~/.hermes/hermes-agent
+        """
+
+    return cli
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="patchkeeper")
-def cli() -> None:
-    """Keep local fixes alive across upstream updates of a git-installed project.
-
-    \b
-    Example:
-      patchkeeper status --install ~/.hermes/hermes-agent
-    """
+def __getattr__(name: str) -> object:
+    """`cli`, the click group (`from patchkeeper.cli import cli`), built on first use."""
+    if name == "cli":
+        return _group()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _DroppedWhenClosed(io.RawIOBase):
@@ -197,6 +213,8 @@ def _command_name(args: list[str]) -> str:
 
 def _fail(message: str, code: int) -> NoReturn:
     """One line on stderr; for JSON callers also one document on stdout."""
+    import click
+
     click.echo(f"patchkeeper: {message}", err=True)
     if _wants_json(sys.argv):
         from patchkeeper.report.render import emit_json
@@ -208,8 +226,17 @@ def _fail(message: str, code: int) -> NoReturn:
 
 def main() -> None:
     _survive_closed_pipes()
+    if sys.argv[1:] == ["--version"]:  # what click's version option prints, without click
+        try:
+            sys.stdout.write(f"patchkeeper, version {__version__}\n")
+            sys.stdout.flush()
+        except Exception as exc:  # stdout on a full disk, say: as for any command
+            _fail_unexpected(exc)
+        sys.exit(0)
+    import click
+
     try:
-        code = cli.main(standalone_mode=False)
+        code = _group().main(standalone_mode=False)
     except click.exceptions.Abort:
         _fail("aborted", 1)
     except click.ClickException as exc:
@@ -220,20 +247,26 @@ def main() -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except Exception as exc:
-        from patchkeeper.model import exitcodes
-        from patchkeeper.model.errors import PatchkeeperError, is_environment_error
-
-        if isinstance(exc, PatchkeeperError):
-            _fail(f"error: {exc}", exc.exit_code)
-        if os.environ.get("PATCHKEEPER_DEBUG"):  # one line and exit 1 or 7, unless asked
-            raise
-        if is_environment_error(exc):  # disk full, read-only, permission: one line, exit 7
-            assert isinstance(exc, OSError)
-            where = exc.filename if exc.filename is not None else "(a pipe or unnamed file)"
-            _fail(f"error: {where}: {exc.strerror}", exitcodes.ENVIRONMENT)
-        _fail(
-            f"internal error: {type(exc).__name__}: {exc} "
-            "(a bug; PATCHKEEPER_DEBUG=1 shows the traceback)",
-            exitcodes.INTERNAL,
-        )
+        _fail_unexpected(exc)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail_unexpected(exc: Exception) -> NoReturn:
+    """EXC, raised by a command and not click's: its own exit code when it is ours, exit 7 for
+    the machine's refusal, else exit 1 (an internal error), each as one line."""
+    from patchkeeper.model import exitcodes
+    from patchkeeper.model.errors import PatchkeeperError, is_environment_error
+
+    if isinstance(exc, PatchkeeperError):
+        _fail(f"error: {exc}", exc.exit_code)
+    if os.environ.get("PATCHKEEPER_DEBUG"):  # one line and exit 1 or 7, unless asked
+        raise exc
+    if is_environment_error(exc):  # disk full, read-only, permission: one line, exit 7
+        assert isinstance(exc, OSError)
+        where = exc.filename if exc.filename is not None else "(a pipe or unnamed file)"
+        _fail(f"error: {where}: {exc.strerror}", exitcodes.ENVIRONMENT)
+    _fail(
+        f"internal error: {type(exc).__name__}: {exc} "
+        "(a bug; PATCHKEEPER_DEBUG=1 shows the traceback)",
+        exitcodes.INTERNAL,
+    )

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import (
+    commit_files,
     diff_of,
     git,
     make_repo,
@@ -101,6 +102,14 @@ CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
         "b.patch",
         "overlaps",
     ),
+    "variants that both claim the version in use": (
+        lambda d: {
+            "fix/a.patch": patch_text(d, applies_to=">=1.0,<2.0"),
+            "fix/b.patch": patch_text(d, applies_to=">=0.9"),
+        },
+        "b.patch",
+        "overlaps variant a.patch (both contain 1",  # lint: the probe 1; apply: 1.0.0, in use
+    ),
     "bad config": (
         lambda d: {"fix.patch": patch_text(d), "patchkeeper.toml": "[install]\npath = 3\n"},
         "patchkeeper.toml",
@@ -126,10 +135,17 @@ def write_set(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
-# Problems of the set as a whole; every other case is one patch file that cannot be read or
-# is unsafe: that patch is `invalid` and the others go on (issue 17).
-SET_CASES = {"missing series entry", "patch not in series", "overlapping variants", "bad config"}
-PATCH_CASES = sorted(set(CASES) - SET_CASES)
+# Problems of the set as a whole (refused by every command that meets them); an overlap of
+# ranges away from the version in use, which only lint judges; every other case is one patch
+# file that cannot be read or is unsafe: that patch is `invalid` and the others go on (issue 17).
+SET_CASES = {
+    "missing series entry",
+    "patch not in series",
+    "variants that both claim the version in use",
+    "bad config",
+}
+LINT_CASES = {"overlapping variants"}
+PATCH_CASES = sorted(set(CASES) - SET_CASES - LINT_CASES)
 
 
 @pytest.mark.parametrize("case", PATCH_CASES)
@@ -181,6 +197,45 @@ def test_bad_patch_set_is_one_line_exit_2_nothing_written(
     else:
         assert first.split(":")[1].isdigit()  # FILE:LINE: problem
     assert tree_snapshot(repo) == before
+
+
+def test_an_overlap_away_from_the_version_in_use_is_judged_by_lint_not_by_every_load(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Issue 20: `a.patch` (>=1.0,<2.0) and `b.patch` (>=1.5) overlap from 1.5, and the install
+    is 1.0.0. lint refuses the set; update, which cannot know its next version, refuses it
+    before its updater runs, and so do `fleet ready` and recover; apply and check choose
+    a.patch for 1.0.0; check of a tag both variants claim refuses that tag's version, naming
+    both files."""
+    build, _, _ = CASES["overlapping variants"]
+    ran = tmp_path / "updater-ran"
+    config = f'[update]\ncommand = ["touch", "{ran}"]\n'
+    patches = write_set(tmp_path / "ps", {**build(good_diff(repo)), "patchkeeper.toml": config})
+    overlap = "b.patch:1: Applies-To overlaps variant a.patch (both contain 1.5)"
+
+    lint = run_cli("lint", "--patches", patches)
+    assert lint.returncode == 2 and overlap in lint.stdout, lint.stdout
+    before = tree_snapshot(repo)
+    update = run_cli("update", "--install", repo, "--patches", patches)
+    assert update.returncode == 2 and overlap in update.stderr, (update.stdout, update.stderr)
+    assert len(update.stderr.strip().splitlines()) == 1 and "Traceback" not in update.stderr
+    assert not ran.exists() and tree_snapshot(repo) == before
+    for refusing in (["fleet", "ready"], ["recover"]):  # before an update, and to finish one
+        proc = run_cli(*refusing, "--install", repo, "--patches", patches)
+        assert proc.returncode == 2 and overlap in proc.stderr, (refusing, proc.stderr)
+
+    check = run_cli("check", "--install", repo, "--patches", patches, "--ref", "v1.0.0", "--json")
+    assert check.returncode == 0, (check.stdout, check.stderr)
+    apply = run_cli("apply", "--install", repo, "--patches", patches, "--json")
+    assert apply.returncode == 0, (apply.stdout, apply.stderr)
+    (fix,) = json.loads(apply.stdout)["patches"]
+    assert (fix["outcome"], fix["variant"]) == ("applied", "fix/a.patch")
+
+    commit_files(repo, {"other.txt": "x\n"}, "release 1.6", tag="v1.6.0")
+    claimed = run_cli("check", "--install", repo, "--patches", patches, "--ref", "v1.6.0")
+    assert claimed.returncode == 2, (claimed.stdout, claimed.stderr)
+    (line,) = claimed.stderr.strip().splitlines()
+    assert "fix/b.patch: Applies-To overlaps variant a.patch (both contain 1.6.0" in line, line
 
 
 def test_lint_lists_every_problem_with_file_and_line(tmp_path: Path, repo: Path) -> None:

@@ -287,12 +287,23 @@ def imported_after(*argv: str) -> list[str]:
     return proc.stdout.split()
 
 
-def test_version_imports_click_and_nothing_else_of_ours_or_third_parties() -> None:
+def test_version_imports_nothing_of_ours_but_the_cli_and_no_third_party() -> None:
     modules = imported_after("--version")
     ours = sorted(m for m in modules if m.startswith("patchkeeper"))
     assert ours == ["patchkeeper", "patchkeeper.cli"]
-    third = {m.split(".")[0] for m in modules} & {"packaging", "unidiff", "git", "yaml"}
-    assert not third and "click" in modules
+    third = {m.split(".")[0] for m in modules} & {"click", "packaging", "unidiff", "git", "yaml"}
+    assert not third
+
+
+def test_a_text_check_loads_nothing_only_writers_or_json_need(sandbox: Sandbox) -> None:
+    sandbox.fetch_tags()
+    modules = set(imported_after("check", "--ref", TAGS[-1], "--install", str(sandbox.install),
+                                 "--patches", str(sandbox.patches)))  # fmt: skip
+    assert "patchkeeper.engine.checking" in modules  # it did check
+    writers = {f"patchkeeper.install.{name}" for name in
+               ("journal", "lock", "state", "worktree_writer", "processes")}  # fmt: skip
+    assert not writers & modules
+    assert "json" not in modules
 
 
 def test_help_lists_commands_without_importing_them() -> None:

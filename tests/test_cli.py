@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from patchkeeper import __version__
@@ -12,6 +16,17 @@ from tests.helpers import run_cli
 def test_version() -> None:
     proc = run_cli("--version")
     assert proc.returncode == 0 and proc.stdout.strip() == f"patchkeeper, version {__version__}"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_version_on_a_full_disk_says_so_in_one_line() -> None:
+    """--version answers without click: a failed write still ends as every command's does."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "patchkeeper", "--version"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, check=False)  # fmt: skip
+    first = proc.stderr.splitlines()[0]
+    assert first == "patchkeeper: error: (a pipe or unnamed file): No space left on device"
+    assert proc.returncode != 0
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -1,8 +1,8 @@
 """The fast paths at the edges give the answers the slow ones gave.
 
 - Variants: overlap is found from each range's bounds, and a version picks its variant by
-  bisection; both are compared here with the pairwise probing and the first-match loop they
-  replace, over many generated ranges (the old code is kept below as the oracle).
+  bisection; both are compared here with pairwise probing and with asking every variant,
+  over many generated ranges (the slow ways are kept below as the oracle).
 - Many refs: each ref's entries come from a diff with the tree before it, and a ref whose tree
   was judged already takes that answer; compared with `git ls-tree` itself, and with checking
   every ref afresh, on real repositories whose files move, vanish, turn into folders, change
@@ -24,6 +24,7 @@ from patchkeeper.engine.checking import check_refs
 from patchkeeper.install.scratch import TreeListings
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.variants import (
+    AmbiguousVariant,
     VariantChoice,
     bounds,
     meeting_pairs,
@@ -35,13 +36,13 @@ from tests.helpers import commit_files, diff_of, git, make_repo, patch_text, wri
 # ---------------------------------------------------------------- variants
 
 
-def _old_select(specs: list[SpecifierSet | None], version: Version | None) -> int | None:
-    for i, spec in enumerate(specs):
-        if spec is None:
-            return i
-        if version is not None and spec.contains(version, prereleases=True):
-            return i
-    return None
+def _claims(specs: list[SpecifierSet | None], version: Version | None) -> list[int]:
+    """Every variant that is for VERSION, in folder order: no range, or one that contains it."""
+    return [
+        i
+        for i, spec in enumerate(specs)
+        if spec is None or (version is not None and spec.contains(version, prereleases=True))
+    ]
 
 
 def _random_version(rng: random.Random) -> str:
@@ -104,18 +105,31 @@ def test_overlap_by_bounds_finds_what_probing_every_pair_found(seed: int) -> Non
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_a_version_picks_the_variant_the_first_match_loop_picked(seed: int) -> None:
+def test_a_version_picks_the_one_variant_that_claims_it_and_refuses_two(seed: int) -> None:
+    """Checked against every variant asked one by one; two that claim a version are refused,
+    naming both (issue 20: the load no longer refuses an overlap, the choice does)."""
     rng = random.Random(200 + seed)
+    refused = 0
     for _ in range(150):
         specs: list[SpecifierSet | None] = [
             None if rng.random() < 0.05 else _random_spec(rng) for _ in range(rng.randrange(1, 8))
         ]
-        variants = [SimpleNamespace(applies_to=spec) for spec in specs]
+        variants = [
+            SimpleNamespace(applies_to=spec, path=Path(f"fix/v{i}.patch"))
+            for i, spec in enumerate(specs)
+        ]
         choose = VariantChoice(variants)  # type: ignore[arg-type]
         for version in [*VERSIONS[::2], None]:
-            expected = _old_select(specs, version)
-            chosen = choose(version)
-            assert chosen is (None if expected is None else variants[expected])
+            claims = _claims(specs, version)
+            if len(claims) > 1:
+                first, second = claims[:2]
+                named = rf"^fix/v{second}\.patch: .* variant v{first}\.patch"
+                with pytest.raises(AmbiguousVariant, match=named):
+                    choose(version)
+                refused += 1
+            else:
+                assert choose(version) is (variants[claims[0]] if claims else None)
+    assert refused  # random ranges overlap often: the refusal is tested too
 
 
 def test_thirty_disjoint_variants_meet_in_no_pair() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.patchset.load import parse_patch_file
+from patchkeeper.patchset.parse import parse_patch_file
 from tests.helpers import diff_of, make_repo, run_cli, run_json, tree_snapshot, write_patch_set
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.patchset.load import load_patch_set, parse_patch_file
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.parse import parse_patch_file
 from tests.helpers import diff_of, git, make_repo, run_cli, run_json, tree_snapshot
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))

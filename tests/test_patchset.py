@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from patchkeeper.patchset.load import inspect_patch_set, load_patch_set, parse_patch_file
+from patchkeeper.patchset.load import inspect_patch_set, load_patch_set
+from patchkeeper.patchset.parse import parse_patch_file
 from patchkeeper.patchset.versions import describe_to_version, tag_to_version
 from tests.helpers import diff_of, git, make_repo, patch_text, run_cli, run_json, write_patch_set
 

@@ -123,8 +123,10 @@ def ready(install_path: Path | None, patches_dir: Path | None, wait: float, as_j
     from patchkeeper.install.checkout import refuse_if_busy_with_git
     from patchkeeper.install.lock import install_lock
     from patchkeeper.install.workspace import refuse_if_unfinished
+    from patchkeeper.patchset.load import refuse_overlapping_variants
 
     workspace = open_workspace(install_path, patches_dir)
+    refuse_overlapping_variants(workspace.patch_set)  # what update refuses, before it runs
     with install_lock(workspace.install.state_dir, "fleet ready", wait):
         refuse_if_unfinished(workspace.install)
         refuse_if_busy_with_git(workspace.install)

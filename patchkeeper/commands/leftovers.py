@@ -16,8 +16,8 @@ from patchkeeper.commands.common import (
 )
 from patchkeeper.commands.record import settled_notes
 from patchkeeper.install import journal as jr
+from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
 from patchkeeper.install.workspace import locked_for_writing
-from patchkeeper.install.worktree_writer import interrupted, interrupted_note
 from patchkeeper.leftovers import find as lo
 from patchkeeper.leftovers import heal
 from patchkeeper.leftovers.updater_refs import describe, updater_backups

@@ -13,7 +13,8 @@ from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.bundled import bundled_patches
-from patchkeeper.patchset.load import Patch, PatchSet, dangling_smoke, inspect_patch_set
+from patchkeeper.patchset.load import dangling_smoke, inspect_patch_set
+from patchkeeper.patchset.model import Patch, PatchSet
 from patchkeeper.patchset.settings import load_settings
 from patchkeeper.report.render import emit_json
 

@@ -17,6 +17,7 @@ from patchkeeper.commands.common import (
 from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.commands.update import render_update, update_json
 from patchkeeper.install.lock import install_lock
+from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json
 from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.recovery import NEW, NOTHING, OLD, RecoverReport, recover
@@ -81,6 +82,7 @@ def command(
       patchkeeper recover --install ~/.hermes/hermes-agent
     """
     workspace = open_workspace(install_path, patches_dir)
+    refuse_overlapping_variants(workspace.patch_set)  # as update does
     options = UpdateOptions(timeout=timeout, as_json=as_json)
     with install_lock(workspace.install.state_dir, "recover", wait) as lock:
         report = recover(workspace, lock, options)

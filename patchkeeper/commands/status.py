@@ -10,8 +10,8 @@ from patchkeeper.commands.common import install_option, json_option, open_worksp
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
+from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
 from patchkeeper.install.workspace import Workspace
-from patchkeeper.install.worktree_writer import interrupted, interrupted_note
 from patchkeeper.leftovers.find import find_leftovers, note_leftovers
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.verdict import tree_exit_code

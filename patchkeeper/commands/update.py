@@ -17,6 +17,7 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.install.workspace import locked_for_writing
+from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines
 from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.report import LeftoverAction, UpdateReport
@@ -174,6 +175,7 @@ def command(
       patchkeeper update --preview origin/main --timeout 900 -- --branch main
     """
     workspace = open_workspace(install_path, patches_dir)
+    refuse_overlapping_variants(workspace.patch_set)  # the new version is not known yet
     options = UpdateOptions(args, timeout, preview_ref, force, as_json)
     with locked_for_writing(workspace, "update", wait) as lock:
         report = run_update(workspace, lock, options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from patchkeeper.model.outcomes import HunkOffset
-from patchkeeper.patchset.load import unquote
+from patchkeeper.patchset.diffpaths import unquote
 
 _CHECKING_RE = re.compile(r"^Checking patch (.+)\.\.\.$")
 _OFFSET_RE = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) lines?\)\.$")

@@ -28,7 +28,8 @@ from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
 from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model.errors import UserError
-from patchkeeper.patchset.load import PatchFile, PatchSet, parse_patch_file
+from patchkeeper.patchset.model import PatchFile, PatchSet
+from patchkeeper.patchset.parse import parse_patch_file
 from patchkeeper.patchset.userfiles import unsafe_path
 from patchkeeper.patchset.versions import VersionInfo
 

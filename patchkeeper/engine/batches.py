@@ -32,7 +32,7 @@ from patchkeeper.engine.sharing import item_groups
 from patchkeeper.engine.state import Item, Judging, TrialState
 from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import outcomes as oc
-from patchkeeper.patchset.load import Patch, PatchFile
+from patchkeeper.patchset.model import Patch, PatchFile
 
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
 

@@ -27,7 +27,7 @@ from patchkeeper.install.scratch import TreeListings
 from patchkeeper.install.version import version_of_ref
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchSet, spec_contains
+from patchkeeper.patchset.model import PatchSet, spec_contains
 from patchkeeper.patchset.versions import (
     PEP440,
     VersionFile,

@@ -49,7 +49,7 @@ from patchkeeper.engine.state import Classification, Item, Judging, Recorded, Tr
 from patchkeeper.install.scratch import Scratch, ScratchIndex, open_scratch
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchFile, PatchSet
+from patchkeeper.patchset.model import PatchFile, PatchSet
 
 # Batches on (the default), or every patch tried alone: the same results, more git calls.
 # Tests switch it off to prove the first equals the second.

@@ -6,7 +6,7 @@ hunks"; `split_hunks` answers it once, the same way for each (a lone "\\r" is co
 
 from __future__ import annotations
 
-from patchkeeper.patchset.load import diff_path, git_line_paths
+from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
 
 
 def _lines_with_ends(data: bytes) -> list[bytes]:

@@ -11,7 +11,7 @@ from patchkeeper.install.git import GitError
 from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchFile, PatchSet
+from patchkeeper.patchset.model import PatchFile, PatchSet
 
 _ON_ITS_OWN = {
     oc.APPLIED: "applies",

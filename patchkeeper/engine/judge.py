@@ -20,7 +20,7 @@ from patchkeeper.engine.state import Judging, TrialState
 from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import Patch, PatchFile
+from patchkeeper.patchset.model import Patch, PatchFile
 
 _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from patchkeeper.engine.sharing import linked_groups
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import Patch, PatchFile
+from patchkeeper.patchset.model import Patch, PatchFile
 
 
 def _copy(result: PatchResult) -> PatchResult:

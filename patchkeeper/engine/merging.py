@@ -17,7 +17,7 @@ from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import Refusal, judge_merge
 from patchkeeper.install import git
 from patchkeeper.install.scratch import ScratchIndex
-from patchkeeper.patchset.load import PatchFile
+from patchkeeper.patchset.model import PatchFile
 
 _CONFLICTED_RE = re.compile(r"^Applied patch to '(.+)' with conflicts\.$")
 _INDEX_LINE_RE = re.compile(r"^index ([0-9a-f]{4,64})\.\.[0-9a-f]{4,64}(?: \d+)?$")

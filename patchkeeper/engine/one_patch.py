@@ -15,7 +15,7 @@ from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import Patch, PatchFile
+from patchkeeper.patchset.model import Patch, PatchFile
 
 EMPTY_PATCH = "an empty patch (no diff): applied as empty, nothing to write"
 

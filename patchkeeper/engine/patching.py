@@ -23,11 +23,12 @@ from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.install.remembered import foreign_problem, remember
 from patchkeeper.install.scratch import ScratchIndex, scratch_index
 from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
-from patchkeeper.install.worktree_writer import symlinked_folder, write_trees
+from patchkeeper.install.tree_changes import symlinked_folder
+from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchFile, PatchSet
+from patchkeeper.patchset.model import PatchFile, PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.versions import VersionInfo
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from patchkeeper.install import git
 from patchkeeper.install.scratch import GIT_CANNOT_READ, ScratchIndex, scratch_index
 from patchkeeper.model.problems import Problem
-from patchkeeper.patchset.load import PatchFile, PatchSet
+from patchkeeper.patchset.model import PatchFile, PatchSet
 
 
 def unreadable_by_git(patch_set: PatchSet) -> list[Problem]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from patchkeeper.install import git
 from patchkeeper.install.scratch import scratch_index
-from patchkeeper.patchset.load import PatchFile
+from patchkeeper.patchset.model import PatchFile
 
 _BATCH_HEADER_RE = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")  # else "NAME missing"
 

@@ -9,7 +9,7 @@ them out of batches when a writer needs each patch's own diff.
 from __future__ import annotations
 
 from patchkeeper.engine.state import Item
-from patchkeeper.patchset.load import Patch, PatchFile
+from patchkeeper.patchset.model import Patch, PatchFile
 
 
 def linked_groups(tried: list[tuple[Patch, PatchFile]]) -> list[list[tuple[Patch, PatchFile]]]:

@@ -24,7 +24,7 @@ from patchkeeper.install.git import GitError
 from patchkeeper.install.scratch import Scratch, ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import Patch, PatchFile, spec_contains
+from patchkeeper.patchset.model import Patch, PatchFile, spec_contains
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 from patchkeeper.model.errors import BusyError, environment_problem, is_environment_error
 
 if TYPE_CHECKING:
-    from patchkeeper.install.worktree_writer import Settled
+    from patchkeeper.install.settle import Settled
 
 LOCK_NAME = "lock"
 _POLL_SECONDS = 0.1

@@ -12,18 +12,16 @@ retiring a fix is always explicit (`patchkeeper unapply NAME`).
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install.checkout import Install, open_install
 from patchkeeper.install.files import atomic_write
-from patchkeeper.install.state import load_applied
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import PatchkeeperError, UserError
-from patchkeeper.patchset.load import SERIES_NAME, PatchSet
+from patchkeeper.patchset.model import PatchSet
+from patchkeeper.patchset.series import SERIES_NAME
 
 REMEMBERED_FILE = "patch-set.json"
 ENV_VAR = "PATCHKEEPER_PATCHES"
@@ -44,6 +42,8 @@ class Choice:
 
 def digest(patch_set: PatchSet) -> str:
     """A content digest of the set: its series and every patch file, in series order."""
+    import hashlib
+
     sha = hashlib.sha256((patch_set.root / SERIES_NAME).read_bytes())
     for patch in patch_set.patches:
         for variant in patch.variants:
@@ -52,6 +52,8 @@ def digest(patch_set: PatchSet) -> str:
 
 
 def remember(state_dir: Path, patch_set: PatchSet) -> None:
+    import json
+
     document = {"path": str(patch_set.root), "digest": digest(patch_set)}
     data = json.dumps(document, indent=2).encode() + b"\n"
     with contextlib.suppress(OSError):
@@ -65,6 +67,8 @@ def recall(state_dir: Path) -> tuple[Path, str] | None:
     path = state_dir / REMEMBERED_FILE
     if not path.is_file():
         return None
+    import json
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return Path(data["path"]), str(data["digest"])
@@ -112,6 +116,8 @@ def choose_near(patches_dir: Path | None, install_path: Path | None) -> Choice:
 
 def foreign_records(install: Install, patch_set: PatchSet) -> list[str]:
     """Patches recorded as applied in the install that PATCH_SET does not hold."""
+    from patchkeeper.install.state import load_applied
+
     held = {patch.name for patch in patch_set.patches}
     return sorted(set(load_applied(install.state_dir)) - held)
 

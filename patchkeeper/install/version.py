@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchkeeper.install import git
-from patchkeeper.install.processes import run_in_group
 from patchkeeper.patchset.versions import (
     PEP440,
     VersionFile,
@@ -72,6 +71,8 @@ def version_from_command(
     It runs in a process group of its own: past TIMEOUT, or once it exits, the whole group is
     ended, so no helper it started outlives it.
     """
+    from patchkeeper.install.processes import run_in_group  # only for a [install] version_command
+
     output: list[bytes] = []
     done = run_in_group(
         command,

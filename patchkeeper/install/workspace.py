@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 
 from patchkeeper.install import remembered
 from patchkeeper.install.checkout import Install, open_install, refuse_if_busy_with_git
-from patchkeeper.install.worktree_writer import settle
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError
 from patchkeeper.patchset.bundled import bundled_patches
-from patchkeeper.patchset.load import PatchSet, load_patch_set
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings, load_settings
 
-if TYPE_CHECKING:  # the journal and the lock are for writers: loaded when one asks
+if TYPE_CHECKING:  # the journal, the lock and the tree writer are for writers: loaded on demand
     from patchkeeper.install.lock import InstallLock
 
 
@@ -85,6 +85,7 @@ _WHOLE_SET_WRITERS = frozenset({"apply", "update"})
 def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
     """Every command that writes to the install starts here: the lock, then the refusals."""
     from patchkeeper.install.lock import install_lock
+    from patchkeeper.install.settle import settle
 
     with install_lock(workspace.install.state_dir, command, wait) as lock:
         lock.settled = settle(workspace.install.path, workspace.install.state_dir)

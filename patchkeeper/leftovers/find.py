@@ -1,20 +1,14 @@
-"""What an update leaves behind: find it, classify it by content, restore or drop it safely.
+"""What an update leaves behind: find each leftover and classify it by content.
 
 A leftover is a stash entry the updater parked (`hermes-update-autostash-*`, or any entry an
 update run added), a git autostash state file (`MERGE_AUTOSTASH`, `rebase-*/autostash`),
 unmerged paths, or a set-aside ref of an earlier patchkeeper update whose edits could not all
 be restored. Every one except unmerged paths is a commit whose first parent is the commit the
-content was made on, so one classifier and one restorer serve them all:
+content was made on, so one classifier and one restorer (heal.py) serve them all:
 
 - classify: on a scratch index holding the leftover's files, reverse every patch (any variant)
   that is in it; what remains equal to the base means `patch-content` (safe to drop once the
   patches are back), nothing reversed means `user-content`, anything else `mixed`.
-- restore: a 3-way merge with `git merge-tree --write-tree` of the current work tree (as a
-  commit on the leftover's base) and the leftover (tracked plus untracked files, as a commit on
-  the same base), so the base of the merge is exactly the leftover's base, with no checkout.
-  Clean paths are written by the work tree writer (each file old or new, whatever kills us);
-  conflicting paths are listed and left alone.
-- drop: a backup ref under `refs/patchkeeper/dropped/` first, then the entry goes.
 """
 
 from __future__ import annotations
@@ -30,14 +24,14 @@ from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.scratch import scratch_index
+from patchkeeper.install.settle import INTERRUPTED_PREFIX
 from patchkeeper.install.trees import changed_paths
-from patchkeeper.install.worktree_writer import INTERRUPTED_PREFIX
 from patchkeeper.leftovers.receipts import install_receipts
 from patchkeeper.leftovers.reflog import ReflogEntry, read_reflog
 from patchkeeper.model import nextstep
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 
 HERMES_AUTOSTASH = "hermes-update-autostash-"
 KNOWN_STASHES = "stashes.json"  # under the state dir: stash entries an update reported
@@ -57,12 +51,6 @@ SET_ASIDE = "set-aside"
 # The `before` snapshot too, when a run kept it (files changed since were left as they were).
 SET_ASIDE_REFS = ("/edits", "/found", "/before")
 UNMERGED = "unmerged"
-
-
-# ---------------------------------------------------------------- commits of trees
-
-
-# ---------------------------------------------------------------- leftovers
 
 
 @dataclass
@@ -237,7 +225,7 @@ def _set_aside_leftovers(
     repo: Path, exclude_run: str | None, only_run: str | None = None
 ) -> list[Leftover]:
     """Refs of finished updates that hold content for a person, and the old content of files
-    an interrupted tree write found changed since (worktree_writer.py); ONLY_RUN: that run's
+    an interrupted tree write found changed since (settle.py); ONLY_RUN: that run's
     refs alone."""
     raw = git.out(
         [
@@ -365,8 +353,3 @@ def find_by_id(install: Install, patch_set: PatchSet, wanted: str) -> Leftover:
     if len(matches) > 1:
         raise UserError(f"{install.path}: {wanted!r} names several leftovers; give more digits")
     return matches[0]
-
-
-# ---------------------------------------------------------------- show, restore, drop
-
-

@@ -1,5 +1,13 @@
 """Heal a leftover: preview and restore its content onto the work tree, keep a backup ref first,
-or drop it; each with the command that undoes it."""
+or drop it; each with the command that undoes it.
+
+- restore: a 3-way merge with `git merge-tree --write-tree` of the current work tree (as a
+  commit on the leftover's base) and the leftover (tracked plus untracked files, as a commit on
+  the same base), so the base of the merge is exactly the leftover's base, with no checkout.
+  Clean paths are written by the work tree writer (each file old or new, whatever kills us);
+  conflicting paths are listed and left alone.
+- drop: a backup ref under `refs/patchkeeper/dropped/` first, then the entry goes.
+"""
 
 from __future__ import annotations
 

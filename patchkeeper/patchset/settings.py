@@ -56,7 +56,7 @@ class Settings:
     smoke_checks: tuple[str, ...] = ()
     smoke_timeout: float = 120.0
     allow_outside_symlinks: bool = False  # may a patch write a symlink out of the install?
-    version_scheme: VersionScheme = PEP440  # how the project writes versions (version.py)
+    version_scheme: VersionScheme = PEP440  # how the project writes versions (versions.py)
 
 
 def _str_list(path: Path, key: str, value: Any, *, allow_empty: bool = True) -> tuple[str, ...]:

@@ -9,6 +9,8 @@ import re
 import stat
 from pathlib import Path
 
+from patchkeeper.model.problems import Problem
+
 MAX_SMALL_FILE_BYTES = 1 << 20  # series, patchkeeper.toml
 
 
@@ -83,3 +85,12 @@ def unsafe_path(path: str) -> str | None:
 def unsafe_file(path: str) -> str | None:
     """Why PATH may not name a file of the repository; unlike in a diff, /dev/null is none."""
     return "absolute path" if path.startswith("/") else unsafe_path(path)
+
+
+def utf8_text(path: Path, data: bytes) -> tuple[str, Problem | None]:
+    """DATA, PATH's bytes, as text; a problem at the line of the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return "", Problem(path, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x})")

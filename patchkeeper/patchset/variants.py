@@ -6,6 +6,11 @@ are apart cannot share a version, and only pairs whose bounds meet are probed ve
 version (`overlap_at`, the same probes and so the same answer as before). Sorted by their
 lower bounds, variants with disjoint ranges (what a folder of variants is) give no such pair,
 and a version finds its variant by bisection.
+
+The two questions are asked in different places. Whether any two ranges overlap, for any
+version, is `lint`'s (and `update`'s, before it changes anything, since the version it will
+choose for is not known yet): a load does not ask it. A choice meets only the version it makes,
+and refuses one that two variants both claim (`AmbiguousVariant`, exit 2).
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from patchkeeper.model.errors import UserError
 from patchkeeper.model.problems import Problem
+from patchkeeper.patchset.model import PatchFile
 
 if TYPE_CHECKING:
-    from patchkeeper.patchset.load import PatchFile
+    from packaging.specifiers import SpecifierSet
 
 # A point on the line of releases: (release key, 0 just below it, 1 at it, 2 just above it).
 # A release key is (epoch, release without trailing zeros), so tuples order as versions do.
@@ -175,39 +181,74 @@ def overlap_problems(variants: Sequence[PatchFile]) -> list[Problem]:
 
 
 class VariantChoice:
-    """Which of a fix's variants a version picks: the first, in folder order, that has no
-    range or whose range contains the version; found among the few whose bounds hold it."""
+    """Which of a fix's variants a version picks: the one that has no range or whose range
+    contains the version, found among the few whose bounds hold it. Two that both claim the
+    version are refused (`AmbiguousVariant`), never one of them picked quietly: the overlap of
+    ranges is `lint`'s to judge for every version, a choice only ever meets the one it makes."""
 
     def __init__(self, variants: Sequence[PatchFile]) -> None:
         self._variants = variants
-        self._bounds = [bounds(v.applies_to) for v in variants]
-        order = sorted(range(len(variants)), key=lambda i: self._bounds[i].low)
-        self._order = order
-        self._lows = [self._bounds[i].low for i in order]
-        self._reach: list[Point] = []  # the highest bound among order[: k + 1]
-        for i in order:
-            high = self._bounds[i].high
-            self._reach.append(max(self._reach[-1], high) if self._reach else high)
         self._unversioned = next((v for v in variants if v.applies_to is None), None)
-        self._chosen: dict[Version, PatchFile | None] = {}
+        self._chosen: dict[Version | None, PatchFile | None] = {}
+
+    @functools.cached_property
+    def _sorted(self) -> tuple[list[Bounds], list[int], list[Point], list[Point]]:
+        """Each variant's bounds; the variants in order of their lower bounds, those lower
+        bounds, and the highest upper bound among the first k + 1 of them. Made on the first
+        version asked: a command that never chooses (`lint`) never bounds a range here."""
+        all_bounds = [bounds(v.applies_to) for v in self._variants]
+        order = sorted(range(len(self._variants)), key=lambda i: all_bounds[i].low)
+        lows = [all_bounds[i].low for i in order]
+        reach: list[Point] = []
+        for i in order:
+            high = all_bounds[i].high
+            reach.append(max(reach[-1], high) if reach else high)
+        return all_bounds, order, lows, reach
 
     def __call__(self, version: Version | None) -> PatchFile | None:
-        if version is None or (self._variants and self._variants[0] is self._unversioned):
+        if len(self._variants) == 1 and self._unversioned is not None:
             return self._unversioned  # a plain patch file: the one variant, whatever the version
         if version not in self._chosen:
             self._chosen[version] = self._choose(version)
         return self._chosen[version]
 
-    def _choose(self, version: Version) -> PatchFile | None:
+    def _choose(self, version: Version | None) -> PatchFile | None:
+        """The variant that claims VERSION (an unknown version: the one with no range)."""
+        if version is None:
+            claims = [v for v in self._variants if v.applies_to is None]
+        else:
+            claims = []
+            for i in self._candidates(version):
+                spec = self._variants[i].applies_to
+                if spec is None or spec.contains(version, prereleases=True):
+                    claims.append(self._variants[i])
+        if len(claims) > 1:
+            raise AmbiguousVariant(claims[0], claims[1], version)
+        return claims[0] if claims else None
+
+    def _candidates(self, version: Version) -> list[int]:
+        """The variants whose bounds hold VERSION, in folder order."""
+        all_bounds, order, lows, reach = self._sorted
         point = release_point(version)
         candidates = []
-        k = bisect.bisect_right(self._lows, point) - 1
-        while k >= 0 and self._reach[k] >= point:
-            if self._bounds[self._order[k]].holds(point):
-                candidates.append(self._order[k])
+        k = bisect.bisect_right(lows, point) - 1
+        while k >= 0 and reach[k] >= point:
+            if all_bounds[order[k]].holds(point):
+                candidates.append(order[k])
             k -= 1
-        for i in sorted(candidates):
-            spec = self._variants[i].applies_to
-            if spec is None or spec.contains(version, prereleases=True):
-                return self._variants[i]
-        return None
+        return sorted(candidates)
+
+
+class AmbiguousVariant(UserError):
+    """Two variants of one fix both claim the version a command chooses for (exit 2)."""
+
+    def __init__(self, first: PatchFile, second: PatchFile, version: Version | None) -> None:
+        both = (
+            f"both contain {version}, the version a variant is chosen for"
+            if version is not None
+            else "neither has an Applies-To, so both are for every version"
+        )
+        super().__init__(
+            f"{second.path}: Applies-To overlaps variant {first.path.name} ({both}); every "
+            "variant in a folder needs its own range (`patchkeeper lint` lists every overlap)"
+        )

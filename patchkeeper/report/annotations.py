@@ -16,7 +16,8 @@ from pathlib import Path
 from patchkeeper.engine.checking import RefReport
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import HunkConflict, PatchResult
-from patchkeeper.patchset.load import PatchSet, diff_path, git_line_paths
+from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.report.check_table import needs_work, ref_span
 
 

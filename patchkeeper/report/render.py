@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -156,6 +155,8 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
     A field given as an iterator (not a list) is a list written item by item as it comes, so
     a large document (`check` over many refs) is never held whole, as objects or as text; the
     bytes are those `json.dumps(document, indent=2)` gives."""
+    import json  # here, not at the top: the text reports never need it
+
     document: dict[str, Any] = {"schema": SCHEMA, "command": command, "exit_code": exit_code}
     keys = DOCUMENT_KEYS.get(command, DOCUMENT_KEYS.get(command.split(" ")[0], {}))
     document.update(copy.deepcopy(keys))
@@ -173,6 +174,8 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
 
 def _nested(value: Any, indent: str) -> str:
     """VALUE as `json.dumps(..., indent=2)` writes it where its lines start with INDENT."""
+    import json
+
     return json.dumps(value, indent=2, default=str).replace("\n", indent)
 
 

@@ -29,8 +29,8 @@ from patchkeeper.install import git
 from patchkeeper.install import journal as jr
 from patchkeeper.install.lock import InstallLock, process_start_time
 from patchkeeper.install.processes import group_alive
+from patchkeeper.install.settle import Settled, settle
 from patchkeeper.install.workspace import Workspace
-from patchkeeper.install.worktree_writer import Settled, settle
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import BusyError
 from patchkeeper.model.verdict import tree_exit_code

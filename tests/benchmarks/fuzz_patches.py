@@ -300,7 +300,7 @@ def reset(repo: Path) -> None:
 
 def git_dies_on(repo: Path, patch_file: Path) -> int | None:
     """The signal `git apply --check` dies by on the diff of PATCH_FILE, or None."""
-    from patchkeeper.patchset.load import parse_patch_file
+    from patchkeeper.patchset.parse import parse_patch_file
 
     parsed, _ = parse_patch_file(patch_file)
     if parsed is None:

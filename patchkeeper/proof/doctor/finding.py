@@ -9,7 +9,7 @@ from typing import Any
 from patchkeeper.install.checkout import Install
 from patchkeeper.model import exitcodes
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings
 
 

@@ -7,7 +7,7 @@ from patchkeeper.install.checkout import Install, install_version, operation_in_
 from patchkeeper.install.processes import run_in_group
 from patchkeeper.leftovers.find import find_leftovers
 from patchkeeper.leftovers.updater_refs import describe, updater_backups
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.proof.doctor.finding import Finding
 from patchkeeper.proof.smoke.interpreter import find_python
@@ -54,7 +54,7 @@ def interpreter_finding(install: Install, settings: Settings) -> Finding:
 
 
 def git_state_finding(install: Install, patch_set: PatchSet) -> Finding:
-    """No merge or rebase under way, nothing an update left behind (leftovers.py), and no
+    """No merge or rebase under way, nothing an update left behind (leftovers/find.py), and no
     commits that only the updater's rescue refs still hold (updater_refs.py)."""
     problems = [reason] if (reason := operation_in_progress(install)) else []
     problems += [

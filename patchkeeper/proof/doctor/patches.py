@@ -6,7 +6,7 @@ from patchkeeper.engine.patching import worktree_status
 from patchkeeper.model import exitcodes
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.model.verdict import tree_exit_code
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.proof.doctor.finding import DoctorContext, Finding
 
 

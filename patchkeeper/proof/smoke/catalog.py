@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from patchkeeper.model.errors import UserError
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.userfiles import SMOKE_NAME_RE
 
 SMOKE_DIR = "smoke"

@@ -16,7 +16,7 @@ from packaging.version import Version
 from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.load import Patch, PatchFile, PatchSet
+from patchkeeper.patchset.model import Patch, PatchFile, PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.variants import bounds, release_point
 from patchkeeper.patchset.versions import VersionInfo

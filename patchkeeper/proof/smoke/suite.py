@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from patchkeeper.install.checkout import Install
-from patchkeeper.patchset.load import PatchSet
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.proof.smoke.catalog import check_file
 from patchkeeper.proof.smoke.interpreter import Interpreter, find_python

@@ -1,0 +1,154 @@
+"""The patch set as the engine sees it: the set (`PatchSet`), each fix in it (`Patch`: one patch
+file, or several variants for version ranges), a patch file read (`PatchFile`) and an
+`Upstream-Has:` condition (`ContentCondition`). Typed values and the small questions they
+answer, apart from the reading: `load` builds them from disk, `variants` says which variant a
+version picks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.version import Version
+
+from patchkeeper.model.problems import Problem
+from patchkeeper.patchset.headers import Header
+from patchkeeper.patchset.versions import PEP440, VersionScheme
+
+if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (fields.py)
+    from packaging.specifiers import SpecifierSet
+
+
+@dataclass(frozen=True)
+class ContentCondition:
+    """One `Upstream-Has:` condition: upstream's file PATH contains the literal TEXT, within
+    SCOPE when one is given (`PATH::NAME: TEXT`, NAME a Python `def` or `class`, dotted for a
+    method): a launcher's write then cannot be stood in for by the worker's read."""
+
+    path: str
+    text: str
+    scope: str = ""
+
+    def __str__(self) -> str:
+        where = f"{self.path}::{self.scope}" if self.scope else self.path
+        return f"{where} contains {self.text!r}"
+
+    def found_in(self, blob: bytes) -> bool:
+        if not self.scope:
+            return self.text.encode() in blob
+        lines = blob.decode("utf-8", errors="replace").splitlines()
+        return any(self.text in body for body in python_bodies(lines, self.scope.split(".")))
+
+
+def python_bodies(lines: list[str], names: list[str]) -> list[str]:
+    """The text of every `def`/`class` NAMES[0] in LINES (its header line and the lines
+    indented under it), and within each, recursively, of NAMES[1:]."""
+    head = re.compile(rf"^(\s*)(?:async\s+def|def|class)\s+{re.escape(names[0])}\b")
+    bodies = []
+    for number, line in enumerate(lines):
+        match = head.match(line)
+        if match is None:
+            continue
+        indent = len(match[1])
+        end = number + 1
+        while end < len(lines):
+            text = lines[end]
+            inside = not text.strip() or len(text) - len(text.lstrip()) > indent
+            if not inside and not text.lstrip().startswith((")", "]")):  # a signature's end
+                break
+            end += 1
+        body = lines[number:end]
+        bodies += python_bodies(body[1:], names[1:]) if names[1:] else ["\n".join(body)]
+    return bodies
+
+
+@dataclass(frozen=True)
+class PatchFile:
+    """One patch file: parsed header fields plus the diff bytes exactly as stored."""
+
+    path: Path
+    fields: dict[str, str]
+    diff: bytes
+    files: tuple[str, ...]
+    applies_to: SpecifierSet | None
+    upstream_fixed_in: SpecifierSet | None
+    smoke: tuple[str, ...]
+    sha256: str
+    upstream_has: tuple[ContentCondition, ...] = ()  # all must hold upstream: it has the fix
+    header: Header = field(default_factory=Header.none)  # every field, as written; free text
+    warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
+    empty: bool = False  # no diff at all: applied as empty, as quilt does
+    invalid: str | None = None  # why it cannot be read or is unsafe: `invalid`, never tried
+
+    @property
+    def description(self) -> str:
+        return self.fields.get("description") or self.fields.get("subject") or ""
+
+    @property
+    def base(self) -> str | None:
+        return self.fields.get("base")
+
+    @property
+    def upstream_has_reason(self) -> str:
+        """What a result says when every `Upstream-Has:` condition holds (the engine writes
+        it, the smoke run reads it back to find the variant that retired the patch)."""
+        return f"upstream has it: {', '.join(map(str, self.upstream_has))}"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One fix, as named in `series`: one patch file, or several variants for version ranges."""
+
+    name: str
+    entry: str
+    variants: tuple[PatchFile, ...]
+    # Which of VARIANTS a version picks (`variants.VariantChoice`, given by the loader: the
+    # model holds no arithmetic of ranges).
+    choose: Callable[[Version | None], PatchFile | None] = field(compare=False)
+    # Set when VARIANTS were read without their diffs (`check`: `load_patch_set(deferred=
+    # True)`): reads a variant's diff, the first time it is chosen; it may be `invalid` then.
+    complete: Callable[[PatchFile], PatchFile] | None = field(default=None, compare=False)
+
+    def select(self, version: Version | None) -> PatchFile | None:
+        """The variant for VERSION: the one with no Applies-To or one that contains it; None
+        when there is none, `AmbiguousVariant` (exit 2) when two are. An unknown version only
+        matches an unversioned variant.
+        A variant that cannot be read is chosen first: its range is unknown, so it may be
+        the one for VERSION, and the patch is `invalid` rather than quietly another variant.
+        """
+        if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
+            return unread
+        chosen = self.choose(version)
+        if chosen is None or self.complete is None:
+            return chosen
+        if chosen.path not in self._completed:  # once: the same object for every version
+            self._completed[chosen.path] = self.complete(chosen)
+        return self._completed[chosen.path]
+
+    @cached_property
+    def _completed(self) -> dict[Path, PatchFile]:
+        return {}
+
+
+@dataclass(frozen=True)
+class PatchSet:
+    root: Path
+    patches: tuple[Patch, ...]
+    scheme: VersionScheme = PEP440  # `[install] version_scheme`: how Applies-To was read
+
+    def by_name(self, name: str) -> Patch | None:
+        return next((p for p in self.patches if p.name == name), None)
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """Header problems that leave every diff readable: shown, never a refusal."""
+        return [w for patch in self.patches for v in patch.variants for w in v.warnings]
+
+
+def spec_contains(spec: SpecifierSet | None, version: Version | None) -> bool:
+    return spec is not None and version is not None and spec.contains(version, prereleases=True)

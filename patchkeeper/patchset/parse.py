@@ -1,0 +1,122 @@
+"""One patch file -> a `PatchFile`, or the problems that keep it from being one: its header
+(`headers`), our own fields in it (`fields`), its diff (`diff`). A variant not chosen yet is
+read without its diff (see `Patch.complete`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from patchkeeper.model.problems import Problem
+from patchkeeper.patchset.diff import read_diff
+from patchkeeper.patchset.fields import (
+    field_line,
+    parse_specifier,
+    parse_upstream_has,
+    ranges_in_pep440,
+)
+from patchkeeper.patchset.headers import empty_patch, looks_like_diff, parse_header
+from patchkeeper.patchset.model import PatchFile
+from patchkeeper.patchset.userfiles import SMOKE_NAME_RE, read_user_file, utf8_text
+from patchkeeper.patchset.versions import PEP440, VersionScheme
+
+# Files of a patch set are read whole; a FIFO would block and /dev/zero never end, so only
+# regular files (or links to them) are read, and only up to a size no real patch comes near.
+MAX_PATCH_BYTES = 16 << 20
+
+
+def parse_patch_file(
+    path: Path, *, outside_links: bool = False, scheme: VersionScheme = PEP440
+) -> tuple[PatchFile | None, list[Problem]]:
+    """One patch file. OUTSIDE_LINKS: the patch set allows symlinks that point out of the
+    install (`[patches] allow_outside_symlinks`); otherwise a patch that writes one is refused.
+    SCHEME: how `Applies-To` and `Upstream-Fixed-In` write versions (`[install]
+    version_scheme`)."""
+    data, unreadable = read_user_file(path, MAX_PATCH_BYTES)
+    if unreadable:
+        return None, [Problem(path, 1, unreadable)]
+    return parse_data(path, data, outside_links, scheme)
+
+
+def parse_data(
+    path: Path, data: bytes, outside_links: bool, scheme: VersionScheme, *, diff: bool = True
+) -> tuple[PatchFile | None, list[Problem]]:
+    """`parse_patch_file` of DATA, PATH's bytes. Without DIFF, everything but the diff is read
+    (its diff and files left empty: a variant not chosen yet, see `Patch.complete`)."""
+    text, problem = utf8_text(path, data)
+    if problem:
+        return None, [problem]
+    # Split on "\n" only: a diff's bytes (CRLF lines, form feeds) must survive as written.
+    raw_lines = text.split("\n")
+    lines = [line.removesuffix("\r") for line in raw_lines]
+    header = parse_header(path, lines)
+    fields, diff_start, problems = header.fields, header.diff_start, list(header.problems)
+    warnings = list(header.warnings)
+    if (header.fields or header.free_text) and not (
+        fields.get("description") or fields.get("subject")
+    ):
+        warnings.append(Problem(path, 1, "the header has no Description (or Subject)"))
+    empty = diff_start >= len(lines) and not looks_like_diff(lines)
+    if empty and not empty_patch(header, lines):
+        return None, [*problems, _truncated(path, lines)]
+    if empty:
+        warnings.append(Problem(path, 1, "no diff: an empty patch, applied as empty"))
+        diff_bytes, files = b"", []
+    elif diff_start >= len(lines):
+        problems.append(
+            Problem(
+                path,
+                len(lines) or 1,
+                "no diff found (a 'diff --git' section, or '--- a/FILE', '+++ b/FILE' and a hunk)",
+            )
+        )
+        return None, problems
+    elif not diff:
+        diff_bytes, files = b"", []
+    else:
+        read, files, diff_problems = read_diff(path, data, raw_lines, diff_start, outside_links)
+        if read is None:
+            return None, problems + diff_problems
+        diff_bytes = read
+        problems += diff_problems
+    in_pep440, scheme_problems = ranges_in_pep440(path, fields, lines, scheme)
+    problems += scheme_problems
+    applies_to, p1 = parse_specifier(path, in_pep440, "applies-to", lines)
+    fixed_in, p2 = parse_specifier(path, in_pep440, "upstream-fixed-in", lines)
+    problems += [p for p in (p1, p2) if p]
+    upstream_has, has_problems = parse_upstream_has(path, fields, lines)
+    problems += has_problems
+    smoke = tuple(s.strip() for s in fields.get("smoke", "").split(",") if s.strip())
+    problems += [
+        Problem(
+            path,
+            field_line(lines, "smoke"),
+            f"Smoke {name!r} is not a check name (a file in smoke/, without a path)",
+        )
+        for name in smoke
+        if not SMOKE_NAME_RE.fullmatch(name.removesuffix(".py"))
+    ]
+    if problems:
+        return None, problems
+    return PatchFile(
+        path=path,
+        fields=fields,
+        diff=diff_bytes,
+        files=tuple(files),
+        applies_to=applies_to,
+        upstream_fixed_in=fixed_in,
+        smoke=smoke,
+        sha256=hashlib.sha256(data).hexdigest(),
+        upstream_has=upstream_has,
+        header=header,
+        warnings=tuple(warnings),
+        empty=empty,
+    ), []
+
+
+def _truncated(path: Path, lines: list[str]) -> Problem:
+    """A file with a header that says a diff was meant, and none: cut short, not empty (as an
+    empty patch it would count as already applied, its smoke check never run)."""
+    last = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=1)
+    return Problem(path, last, "no diff after its header: truncated?")

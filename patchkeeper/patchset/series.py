@@ -1,0 +1,202 @@
+"""`series`: the entries of a patch set, in order, each checked once per load (an unsafe name, an
+entry listed twice, two entries that are one file through a symlink, or the set's own folder),
+and the patch files that lie in the set's folders (the strays `series` does not list).
+
+`RealPaths` keeps the real path of every file for one load, so that a set of thousands of
+variants costs one `lstat` per file rather than one per folder above it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from patchkeeper.model.problems import Problem
+from patchkeeper.patchset.userfiles import (
+    MAX_SMALL_FILE_BYTES,
+    read_user_file,
+    unsafe_path,
+    utf8_text,
+)
+
+SERIES_NAME = "series"
+PATCH_SUFFIXES = (".patch", ".diff")
+NOT_PATCHES = {"smoke"}  # folders of a patch set that hold no patches
+
+
+def read_series(
+    root: Path, real: RealPaths | None = None
+) -> tuple[list[tuple[int, str]], list[Problem]]:
+    """Entries of `series` as (line number, entry); quilt's `-p1` is accepted, nothing else.
+    REAL: the real paths of this load (a fresh one by default)."""
+    real = real or RealPaths()
+    path = root / SERIES_NAME
+    problems: list[Problem] = []
+    if not path.exists() and not path.is_symlink():
+        return [], [Problem(path, 1, "missing series file")]
+    data, unreadable = read_user_file(path, MAX_SMALL_FILE_BYTES)
+    if unreadable:
+        return [], [Problem(path, 1, unreadable)]
+    text, problem = utf8_text(path, data)
+    if problem:
+        return [], [problem]
+    entries: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    names: dict[str, str] = {}  # patch name -> the entry that has it
+    owners: dict[Path, str] = {}  # real path of a patch file -> the entry that has it
+    for number, raw in enumerate(text.split("\n"), 1):
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        if not line:
+            continue
+        name, *options = line.split()
+        if options not in ([], ["-p1"]):
+            problems.append(Problem(path, number, f"unsupported option {' '.join(options)!r}"))
+        entry = name.rstrip("/")
+        unsafe = unsafe_path(entry)
+        if unsafe:
+            problems.append(Problem(path, number, f"{entry!r}: {unsafe}"))
+        elif entry in seen:
+            problems.append(Problem(path, number, f"{entry!r} is listed twice"))
+        elif patch_name(entry) in names:
+            name = patch_name(entry)
+            problems.append(
+                Problem(
+                    path,
+                    number,
+                    f"{names[name]!r} and {entry!r} are two patches named {name!r}; "
+                    "rename one (a name is the entry without .patch)",
+                )
+            )
+        elif not (root / entry).exists() and not (root / entry).is_symlink():
+            problems.append(Problem(path, number, f"{entry!r} does not exist"))
+        elif (
+            alias := _alias(root, entry, owners, real, files := real.patch_files(root, entry))
+        ) is not None:
+            problems.append(Problem(path, number, alias))
+        else:
+            owners.update(dict.fromkeys(files, entry))
+            seen.add(entry)
+            names[patch_name(entry)] = entry
+            entries.append((number, entry))
+    return entries, problems
+
+
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: Python 3.11's "Symlink loop"
+        return None
+
+
+class RealPaths:
+    """Real paths (every symlink followed; None for a symlink loop) for one load of a set.
+
+    A file that is no symlink is its folder's real path and its own name: one `lstat`, the
+    folder resolved once per load, where `resolve` would `lstat` every folder above it for
+    every one of a set's thousands of variants."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, Path | None] = {}
+        self._files: dict[Path, Path | None] = {}  # series, the load and its strays ask alike
+        self._listings: dict[Path, list[Path]] = {}
+
+    def listing(self, folder: Path) -> list[Path]:
+        """`_patch_files(FOLDER)`, listed once per load (an error is raised each time). The
+        real path of each listed file that the listing says is no symlink is known then."""
+        if folder not in self._listings:
+            found = _patch_files(folder)
+            self._listings[folder] = [path for path, _ in found]
+            plain = [path for path, link in found if not link]
+            if plain:
+                real = self._folder(folder)
+                for path in plain:  # its folder's real path and its own name
+                    self._files[path] = (
+                        None if real is None else path if real == folder else real / path.name
+                    )
+        return self._listings[folder]
+
+    def __call__(self, path: Path) -> Path | None:
+        if path not in self._files:
+            self._files[path] = self._real(path)
+        return self._files[path]
+
+    def _folder(self, folder: Path) -> Path | None:
+        if folder not in self._folders:
+            self._folders[folder] = _resolved(folder)
+        return self._folders[folder]
+
+    def _real(self, path: Path) -> Path | None:
+        try:
+            plain = path.name not in ("", ".", "..") and not path.is_symlink()
+        except OSError:
+            plain = False
+        if not plain:
+            return _resolved(path)
+        folder = self._folder(path.parent)
+        return None if folder is None else folder / path.name
+
+    def patch_files(self, root: Path, entry: str) -> set[Path]:
+        """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
+        target = root / entry
+        try:
+            files = self.listing(target) if target.is_dir() else [target]
+        except OSError:
+            return set()  # an unreadable folder is reported where its variants are read
+        return {real for file in files if (real := self(file)) is not None}
+
+
+def _alias(
+    root: Path, entry: str, owners: dict[Path, str], real: RealPaths, files: set[Path]
+) -> str | None:
+    """Why ENTRY is no patch of its own, or None. It may be the patch set's own folder (`.`,
+    or a symlink to it or to a folder above it), whose patch files are the other entries'; or
+    it may name, through a symlink, a patch file an earlier entry has (OWNERS: real path ->
+    entry). Either way it would be a second patch with the same diff, already-applied as soon
+    as the first is in place. ROOT is the patch set's real path; FILES the real paths of the
+    patch files ENTRY names."""
+    where = real(root / entry)
+    if where is not None and (where == root or where in root.parents):
+        what = "the patch set's own folder" if where == root else "a folder above the patch set"
+        return f"{entry!r} is {what}; a series entry names a patch file or a folder of variants"
+    for file in sorted(files):
+        if file in owners:
+            return (
+                f"{entry!r} is the same patch file as {owners[file]!r} ({file.name}); "
+                "list each fix once"
+            )
+    return None
+
+
+def _patch_files(folder: Path) -> list[tuple[Path, bool]]:
+    """What in FOLDER is named like a patch and is not a folder (a FIFO or a link to a device
+    is listed too, so that it is refused by name rather than passed over), each with whether
+    it is a symlink."""
+    with os.scandir(folder) as found:  # a DirEntry knows a plain file without a stat
+        named = [
+            (e.name, e.is_symlink())
+            for e in found
+            if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()
+        ]
+    return [(folder / name, link) for name, link in sorted(named)]
+
+
+def _suffix(name: str) -> str:
+    """What `Path(name).suffix` is, without a Path."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
+def patch_files_on_disk(root: Path, real: RealPaths) -> set[Path]:
+    found = set(real.listing(root))
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.name not in NOT_PATCHES and not folder.name.startswith("."):
+            found |= set(real.listing(folder))
+    return found
+
+
+def patch_name(entry: str) -> str:
+    for suffix in PATCH_SUFFIXES:
+        if entry.endswith(suffix):
+            return entry[: -len(suffix)]
+    return entry
