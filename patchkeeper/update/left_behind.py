@@ -21,6 +21,8 @@ BACK_IN_PLACE = (*oc.WRITES, oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)
 
 
 def leftovers(ctx: RunContext) -> str:
+    """Phase 5: what is left behind now (the stashes the updater pushed among it), each
+    remembered until it is settled."""
     new = lo.new_stash_shas(ctx.install, ctx.journal.stash_top, _epoch(ctx.journal))
     before = set(ctx.journal.extra.get("leftovers_before", []))
     ctx.report.leftovers = []

@@ -14,6 +14,8 @@ from patchkeeper.update.report import LeftoverAction
 
 
 def preflight(ctx: RunContext) -> str:
+    """Phase 1: refuse a patch that goes through a symlink, and note what was left behind
+    before the run (so phase 5 can tell what its updater left)."""
     check_symlinks(ctx.install, ctx.ws.patch_set)  # refused before anything changes
     leftovers = lo.find_leftovers(ctx.install, ctx.ws.patch_set)
     for item in leftovers:

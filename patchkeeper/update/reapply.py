@@ -20,6 +20,7 @@ from patchkeeper.update.rollback import STATE_BACKUP
 
 
 def apply(ctx: RunContext) -> str:
+    """Phase 6 when the update happened: the patch set on the new version."""
     _learn_release_tags(ctx)
     try:
         check_symlinks(ctx.install, ctx.ws.patch_set)

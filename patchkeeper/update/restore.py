@@ -17,6 +17,7 @@ from patchkeeper.update.rollback import roll_back_tree
 
 
 def restore(ctx: RunContext) -> str:
+    """Phase 7: the edits ref merged back, path by path; what conflicts stays in the ref."""
     ref = ctx.journal.edits_ref
     ctx.report.restore = result = RestoreResult(ref)
     if ref is None:

@@ -19,6 +19,8 @@ UPSTREAM_LOG = "upstream.log"  # in the run's folder: the updater's output, whoe
 
 
 def upstream(ctx: RunContext) -> str:
+    """Phase 4: the updater ([update] command plus the ARGS after `--`), its result in the
+    journal."""
     command = [*ctx.ws.settings.update_command, *ctx.options.args]
     timeout = ctx.timeout
     ctx.say(f"running {' '.join(command)} (in {ctx.install.path}, timeout {timeout:g}s)")
