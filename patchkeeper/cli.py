@@ -251,6 +251,19 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def _drop_stdout_if_unwritable() -> None:
+    """A stdout that cannot take what is pending (`> /dev/full`) is pointed at os.devnull, so
+    what it held is dropped: else the interpreter's last flush fails again on the way out, with
+    a traceback and exit 120 instead of the one line and the exit code the contract promises."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        sys.stdout.flush()
+
+
 def _fail_unexpected(exc: Exception) -> NoReturn:
     """EXC, raised by a command and not click's: its own exit code when it is ours, exit 7 for
     the machine's refusal, else exit 1 (an internal error), each as one line."""
@@ -264,6 +277,7 @@ def _fail_unexpected(exc: Exception) -> NoReturn:
     if is_environment_error(exc):  # disk full, read-only, permission: one line, exit 7
         assert isinstance(exc, OSError)
         where = exc.filename if exc.filename is not None else "(a pipe or unnamed file)"
+        _drop_stdout_if_unwritable()
         _fail(f"error: {where}: {exc.strerror}", exitcodes.ENVIRONMENT)
     _fail(
         f"internal error: {type(exc).__name__}: {exc} "

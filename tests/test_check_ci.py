@@ -301,7 +301,8 @@ def test_a_text_check_loads_nothing_only_writers_or_json_need(sandbox: Sandbox) 
                                  "--patches", str(sandbox.patches)))  # fmt: skip
     assert "patchkeeper.engine.checking" in modules  # it did check
     writers = {f"patchkeeper.install.{name}" for name in
-               ("journal", "lock", "state", "worktree_writer", "processes")}  # fmt: skip
+               ("journal", "lock", "state", "worktree_writer", "tree_changes",
+                "tree_write_journal", "path_writer", "settle", "processes")}  # fmt: skip
     assert not writers & modules
     assert "json" not in modules
 

@@ -19,14 +19,18 @@ def test_version() -> None:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_version_on_a_full_disk_says_so_in_one_line() -> None:
-    """--version answers without click: a failed write still ends as every command's does."""
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("lint",), ("lint", "--json")])
+def test_stdout_on_a_full_disk_is_one_line_and_exit_7(args: tuple[str, ...]) -> None:
+    """A stdout that cannot be written (a full disk) ends as the contract says: one line on
+    stderr and exit 7, never a traceback from the interpreter's last flush (exit 120). --version
+    answers without click, and takes the same way out."""
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "patchkeeper", "--version"], stdout=full,
+        proc = subprocess.run([sys.executable, "-m", "patchkeeper", *args], stdout=full,
                               stderr=subprocess.PIPE, text=True, check=False)  # fmt: skip
-    first = proc.stderr.splitlines()[0]
-    assert first == "patchkeeper: error: (a pipe or unnamed file): No space left on device"
-    assert proc.returncode != 0
+    assert proc.stderr.splitlines() == [
+        "patchkeeper: error: (a pipe or unnamed file): No space left on device"
+    ]
+    assert proc.returncode == 7
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -1,5 +1,6 @@
 """The update path asks git only what it needs: one whole-tree `git add` (the snapshot), no
-`git reset` when the index is HEAD's already, every recorded diff taken out in one `git apply`,
+`git reset` when the index is HEAD's already, every recorded diff taken out in one `git apply`
+(none when the tree holds exactly the blobs they wrote), the new version worked out once,
 `present_in_ref` only for a patch whose reverse check succeeds, and only the paths in the
 edits ref merged back. Each with the outcome it must keep."""
 
@@ -85,17 +86,41 @@ def test_update_reads_the_tree_once_resets_only_a_staged_index_reverses_once(
 
 
 def test_patches_alone_come_out_without_a_whole_tree_index(tmp_path: Path) -> None:
-    """Nothing of the operator's: the records are taken out on their own paths, and the
-    snapshot is found to be HEAD plus exactly them (no read-tree of 20,000 entries)."""
+    """Nothing of the operator's: the snapshot is found to be HEAD plus exactly what the
+    records wrote, from the blob ids of one tree diff (no read-tree of 20,000 entries, and no
+    `git apply` at all)."""
     _, install, patches = setup(tmp_path)
     assert pk("apply", "--install", install, "--patches", patches).returncode == 0
     trace = tmp_path / "trace"
     proc = pk("update", "--install", install, "--patches", patches, env={"GIT_TRACE": str(trace)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not [line for line in trace.read_text().splitlines() if "git read-tree" in line]
-    assert traced(trace, "apply --cached -v --reverse") == 1
+    assert traced(trace, "apply --cached -v --reverse") == 0
+    # One diff of two whole trees finds what changed; the tree write reads those paths alone.
+    set_aside = trace.read_text().split("built-in: git pull", 1)[0].splitlines()
+    tree_diff = re.compile(r"built-in: git (diff-tree|diff --name-only) ")
+    diffs = [line for line in set_aside if tree_diff.search(line)]
+    assert len([line for line in diffs if " -- " not in line]) == 1, diffs
     assert git(install, "for-each-ref", "refs/patchkeeper/") == ""  # no edits ref was needed
     assert all("fixed" in (install / f"f{n}.py").read_text() for n in range(3))
+
+
+def test_the_new_version_is_worked_out_once_when_nothing_ran_after_the_apply(
+    tmp_path: Path,
+) -> None:
+    """No smoke check, no post-apply command, no edits merged back: the report's version and
+    HEAD after the update are the apply phase's own, not asked of git again."""
+    _, install, patches = setup(tmp_path)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    trace = tmp_path / "trace"
+    env = {"GIT_TRACE": str(trace)}
+    proc = pk("update", "--json", "--install", install, "--patches", patches, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["install"]["version_after"] == "1.1.0"
+    assert doc["install"]["head_after"] == git(install, "rev-parse", "HEAD")
+    trace.write_text(trace.read_text().split("built-in: git pull", 1)[1])
+    assert traced(trace, "describe --tags --match 'v[0-9]*' HEAD") == 1
 
 
 def test_a_drifted_record_falls_back_to_one_by_one_and_is_kept_with_the_edits(

@@ -33,7 +33,8 @@ from patchkeeper.proof.smoke.for_patches import (
 )
 from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS
 from patchkeeper.report.render import emit_json, paint
-from patchkeeper.update.run import SmokeReport, run_smoke_checks
+from patchkeeper.update.checks import run_smoke_checks
+from patchkeeper.update.report import SmokeReport
 
 SKIPPED = "skipped"  # --no-smoke: the patches written are not proven
 

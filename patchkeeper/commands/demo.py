@@ -24,7 +24,8 @@ from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
 from patchkeeper.report.render import emit_json, patch_json, use_colour
-from patchkeeper.update.run import UpdateOptions, run_update
+from patchkeeper.update.context import UpdateOptions
+from patchkeeper.update.run import run_update
 
 if TYPE_CHECKING:
     from patchkeeper.demo.sandbox import Sandbox

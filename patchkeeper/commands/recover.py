@@ -19,8 +19,8 @@ from patchkeeper.commands.update import render_update, update_json
 from patchkeeper.install.lock import install_lock
 from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json
+from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.recovery import NEW, NOTHING, OLD, RecoverReport, recover
-from patchkeeper.update.run import UpdateOptions
 
 _WHERE = {OLD: "the install is back at the old version", NEW: "the install is at the new version"}
 _ALL_THERE = {OLD: "with its patches and your edits", NEW: "with the patches and your edits"}

@@ -17,7 +17,7 @@ from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.report.render import emit_json, patch_json, patch_lines
-from patchkeeper.update.run import UpdateOptions, retry_command
+from patchkeeper.update.context import UpdateOptions, retry_command
 
 
 def render_tree(report: TreeReport, title: str) -> None:

@@ -19,7 +19,9 @@ from patchkeeper.commands.common import (
 from patchkeeper.install.workspace import locked_for_writing
 from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines
-from patchkeeper.update.run import LeftoverAction, UpdateOptions, UpdateReport, run_update
+from patchkeeper.update.context import UpdateOptions
+from patchkeeper.update.report import LeftoverAction, UpdateReport
+from patchkeeper.update.run import run_update
 
 
 def leftover_action_json(action: LeftoverAction) -> dict[str, Any]:

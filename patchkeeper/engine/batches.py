@@ -11,6 +11,7 @@ So the results are the one-by-one results by construction (`tests/test_batch.py`
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import (
     GIT_FATAL,
@@ -26,13 +27,15 @@ from patchkeeper.engine.judge import (
     merge_has_it_outcome,
     try_alone,
 )
-from patchkeeper.engine.merge_guard import Refusal
 from patchkeeper.engine.merging import merge_together
 from patchkeeper.engine.sharing import item_groups
 from patchkeeper.engine.state import Item, Judging, TrialState
 from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import Patch, PatchFile
+
+if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
+    from patchkeeper.engine.merge_guard import Refusal
 
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
 
@@ -98,7 +101,7 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
     groups = item_groups(items)
     bad = [g for g in groups if suspects.intersection(g)]
     run_batch(state, [items[i] for g in groups if g not in bad for i in g])
-    judge_batch_failures(
+    _judge_batch_failures(
         state, [items[g[0]] for g in bad if len(g) == 1], stderr_blocks(proc.stderr)
     )
     for group in (g for g in bad if len(g) > 1):
@@ -108,7 +111,7 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         run_batch(state, [items[i] for i in group[first + 1 :]])
 
 
-def judge_batch_failures(
+def _judge_batch_failures(
     state: TrialState, items: list[Item], blocks: dict[str, list[str]]
 ) -> None:
     """ITEMS (no two share a file) failed in a batch; BLOCKS is what git said per file."""
@@ -126,7 +129,7 @@ def judge_batch_failures(
         return
     reverse: dict[int, bool] = {}
     if len(known) > 1:
-        reverse = reverse_checks(index, [variant for (_, variant, _), _ in known])
+        reverse = _reverse_checks(index, [variant for (_, variant, _), _ in known])
     left = [i for i in range(len(known)) if reverse.get(i) is False]
     merged: dict[int, bool] = {}
     refused: dict[int, Refusal] = {}
@@ -158,7 +161,7 @@ def judge_batch_failures(
         describe(state, patch, variant, result)
 
 
-def reverse_checks(index: ScratchIndex, variants: list[PatchFile]) -> dict[int, bool]:
+def _reverse_checks(index: ScratchIndex, variants: list[PatchFile]) -> dict[int, bool]:
     """Whether each of VARIANTS (no two share a file) would reverse-apply, as far as two
     `git apply --check --reverse` runs tell: all of them, then those git did not name.
     Where that does not settle it, the index is left out (the caller asks alone)."""

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import GIT_FATAL, failed_files, output_lines, parse_offsets
 from patchkeeper.engine.conflicts import conflicting_hunks
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.merge_guard import Refusal
 from patchkeeper.engine.merging import BlobCheck, merge_alone
 from patchkeeper.engine.state import Judging, TrialState
 from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile
+
+if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
+    from patchkeeper.engine.merge_guard import Refusal
 
 _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
 
@@ -101,7 +105,8 @@ def judge_failed(
         if outcome == oc.UPSTREAM_HAS_IT:  # else the work tree has it, but not from upstream
             result.outcome, result.detail = outcome, refused.detail
             return
-        refused = Refusal(False, f"{refused.detail}, but HEAD's commit does not show it")
+        detail = f"{refused.detail}, but HEAD's commit does not show it"
+        refused = replace(refused, has_it=False, detail=detail)
     result.outcome = oc.CONFLICT
     result.conflicts = conflicting_hunks(index, diff, files, forward, contents)
     names = ", ".join(files) or "the target"

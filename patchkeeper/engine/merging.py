@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import GIT_FATAL, output_lines
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.merge_guard import Refusal, judge_merge
 from patchkeeper.install import git
 from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.patchset.model import PatchFile
+
+if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
+    from patchkeeper.engine.merge_guard import Refusal
 
 _CONFLICTED_RE = re.compile(r"^Applied patch to '(.+)' with conflicts\.$")
 _INDEX_LINE_RE = re.compile(r"^index ([0-9a-f]{4,64})\.\.[0-9a-f]{4,64}(?: \d+)?$")
@@ -87,6 +90,8 @@ def merge_alone(
     proc = index.apply(diff, "--3way")
     if proc.returncode == 0:
         sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
+        from patchkeeper.engine.merge_guard import judge_merge
+
         refusal = judge_merge(sections, before, index.read_files([p for p, _ in sections]))
         if refusal is None:
             return True, None
@@ -139,6 +144,8 @@ def _guard(
 ) -> tuple[dict[int, bool], dict[int, Refusal]]:
     """The merges of MERGED (in the index now) that may stand; the index then holds only
     those (from SAVED, the index before any of them)."""
+    from patchkeeper.engine.merge_guard import judge_merge
+
     sections = {
         i: [(path, hunks) for path, _, hunks in split_hunks(variants[i].diff)] for i in merged
     }

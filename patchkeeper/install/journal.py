@@ -126,10 +126,14 @@ def last_finished(state_dir: Path) -> Journal | None:
 RERUN_FROM = PHASES.index("leftovers") + 2
 
 
-def begin_phase(state_dir: Path, journal: Journal, number: int) -> None:
-    """Record that phase NUMBER starts (before it touches anything)."""
+def begin_phase(
+    state_dir: Path, journal: Journal, number: int, *, then_sync_folder: bool | None = None
+) -> None:
+    """Record that phase NUMBER starts (before it touches anything); THEN_SYNC_FOLDER False:
+    the caller knows that losing the record's rename to a power cut loses no fact."""
     journal.phase = number
-    save(state_dir, journal, then_sync_folder=number < RERUN_FROM)
+    sync = number < RERUN_FROM if then_sync_folder is None else then_sync_folder
+    save(state_dir, journal, then_sync_folder=sync)
     checkpoint(str(number))
 
 

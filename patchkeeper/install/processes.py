@@ -84,7 +84,7 @@ def _tail(path: Path, sink: LineSink, exited: threading.Event) -> None:
                 if pending:
                     sink(pending)
                 return
-            time.sleep(TAIL_POLL_SECONDS)
+            exited.wait(TAIL_POLL_SECONDS)  # woken at once when the command exits
 
 
 def run_in_group(

@@ -11,6 +11,7 @@ retiring a fix is always explicit (`patchkeeper unapply NAME`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,11 @@ def remember(state_dir: Path, patch_set: PatchSet) -> None:
     import json
 
     document = {"path": str(patch_set.root), "digest": digest(patch_set)}
-    atomic_write(state_dir / REMEMBERED_FILE, json.dumps(document, indent=2).encode() + b"\n")
+    data = json.dumps(document, indent=2).encode() + b"\n"
+    with contextlib.suppress(OSError):
+        if (state_dir / REMEMBERED_FILE).read_bytes() == data:
+            return  # the same set again: the file that says so is there already
+    atomic_write(state_dir / REMEMBERED_FILE, data)
 
 
 def recall(state_dir: Path) -> tuple[Path, str] | None:

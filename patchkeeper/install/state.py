@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from patchkeeper.install.files import atomic_write, sync_folder
+from patchkeeper.install.files import atomic_write, atomic_write_all, sync_folder
 from patchkeeper.model.errors import UserError
 
 APPLIED_FILE = "applied.json"
@@ -55,8 +55,7 @@ def save_applied(
     state_dir: Path, records: dict[str, AppliedRecord], new_diffs: dict[str, bytes]
 ) -> None:
     """Write new diffs first, then the index atomically, then remove diffs no record uses."""
-    for name, diff in new_diffs.items():
-        atomic_write(state_dir / records[name].diff_file, diff, then_sync_folder=False)
+    atomic_write_all({state_dir / records[n].diff_file: diff for n, diff in new_diffs.items()})
     if new_diffs:
         sync_folder(state_dir / WRITTEN_DIR)  # once for all of them, before the index names them
     document = {"schema": SCHEMA, "patches": {n: asdict(r) for n, r in sorted(records.items())}}

@@ -34,8 +34,10 @@ from patchkeeper.install.workspace import Workspace
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import BusyError
 from patchkeeper.model.verdict import tree_exit_code
+from patchkeeper.update.context import UpdateOptions, retry_command
+from patchkeeper.update.report import UpdateReport
 from patchkeeper.update.rollback import STATE_BACKUP, roll_back_tree
-from patchkeeper.update.run import UpdateOptions, UpdateReport, UpdateRun, retry_command
+from patchkeeper.update.run import UpdateRun
 
 NOTHING = "nothing"  # no unfinished update
 OLD = "old"  # the old version, with patches and edits as they were

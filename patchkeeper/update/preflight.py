@@ -1,0 +1,100 @@
+"""Phases 1 and 2: refuse what cannot be carried across before anything changes (preflight), and
+with --preview REF, judge the patch set against REF first and stop if a patch would not apply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patchkeeper.engine.patching import check_symlinks
+from patchkeeper.leftovers import find as lo
+from patchkeeper.model import nextstep
+from patchkeeper.model import outcomes as oc
+from patchkeeper.update.context import DEFAULT_TIMEOUT, RunContext
+from patchkeeper.update.report import LeftoverAction
+
+
+def preflight(ctx: RunContext) -> str:
+    """Phase 1: refuse a patch that goes through a symlink, and note what was left behind
+    before the run (so phase 5 can tell what its updater left)."""
+    check_symlinks(ctx.install, ctx.ws.patch_set)  # refused before anything changes
+    leftovers = lo.find_leftovers(ctx.install, ctx.ws.patch_set)
+    for item in leftovers:
+        ctx.report.leftovers.append(LeftoverAction(item, "found-before"))
+    # Saved with the next phase's record: preflight changes nothing a crash could leave.
+    ctx.journal.extra["leftovers_before"] = [item.id for item in leftovers]
+    return f"HEAD {ctx.journal.old_head[:12]}, version {ctx.journal.old_version}"
+
+
+@dataclass(frozen=True)
+class Previewed:
+    """Phase 2's answer: what its record says, and whether the update stops here."""
+
+    detail: str
+    stop: bool = False
+
+
+def preview(ctx: RunContext) -> Previewed:
+    """Phase 2, run with --preview REF: stop here when a patch would not apply on REF, or REF's
+    branch could not be fetched (either unless --force)."""
+    from patchkeeper.engine.checking import check_ref
+
+    ref = ctx.options.preview
+    assert ref is not None  # without one the phase is skipped
+    problem = _freshen(ctx, ref)
+    if problem:
+        return Previewed(problem, stop=True)
+    ctx.report.preview = check_ref(
+        ctx.install.path, ctx.ws.patch_set, ref, ctx.ws.settings.version_file
+    )
+    failed = [r.name for r in ctx.report.preview.results if r.outcome in oc.FAILED]
+    if failed and not ctx.options.force:
+        ctx.report.not_done = f"stopped at its preview of {ref}"
+        ctx.report.attention.append(
+            f"{', '.join(failed)} would not apply on {ref}: nothing was changed; "
+            f"refresh the patch for {ref} first, or update anyway: " + _forced_command(ctx, ref)
+        )
+        return Previewed(
+            f"{', '.join(failed)} would not apply on {ref}: stopped (use --force)", stop=True
+        )
+    return Previewed(f"{ref}: " + (f"{', '.join(failed)} would not apply" if failed else "clean"))
+
+
+def _freshen(ctx: RunContext, ref: str) -> str:
+    """Fetch REF's branch first when it is a remote-tracking ref, so the preview never
+    passes on stale data (freshness.py). When the fetch fails: stop, saying how old the ref
+    is and how to preview it as it is (--force), or with --force go on with a note."""
+    from patchkeeper.install.freshness import FETCH_TIMEOUT, freshen
+
+    timeout = min(ctx.options.timeout or DEFAULT_TIMEOUT, FETCH_TIMEOUT)
+    fresh = freshen(ctx.install.path, ref, timeout)
+    ctx.report.preview_fetch = fresh
+    if fresh is None or fresh.fetched:
+        return ""
+    stale = (
+        f"could not fetch {fresh.remote} to preview {ref} ({fresh.error}); {ref} was last "
+        f"fetched {fresh.age()} ({(fresh.before or '?')[:12]})"
+    )
+    if ctx.options.force:
+        ctx.report.notes.append(f"{stale}: previewed as it is (--force)")
+        return ""
+    forced = _forced_command(ctx, ref)
+    ctx.report.not_done = f"could not fetch {fresh.remote} to preview {ref}"
+    ctx.report.attention.append(
+        f"{stale}, so a preview would judge stale data: nothing was changed; retry once "
+        f"{fresh.remote} can be reached, or preview it as it is and go on: {forced}"
+    )
+    return f"could not fetch {fresh.remote}: stopped before touching anything"
+
+
+def _forced_command(ctx: RunContext, ref: str) -> str:
+    """This update again, going on past its preview of REF (--force)."""
+    return nextstep.command(
+        "update",
+        "--preview",
+        ref,
+        "--force",
+        *(["--timeout", f"{ctx.options.timeout:g}"] if ctx.options.timeout else []),
+        install=ctx.install.path,
+        patches=ctx.ws.patch_set.root,
+        rest=ctx.options.args,
+    )

@@ -1,0 +1,98 @@
+"""Phase 6 when the update happened: apply the patch set to the new version, keep the records of
+fixes that need a person, and settle the leftovers whose content is back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchkeeper.engine.patching import TreeReport, apply_patches, check_symlinks
+from patchkeeper.install import git
+from patchkeeper.install import journal as jr
+from patchkeeper.install.checkout import install_version
+from patchkeeper.install.state import load_applied, save_applied, written_diff
+from patchkeeper.install.version import adopt_remote_tags, version_from_worktree
+from patchkeeper.model import nextstep
+from patchkeeper.model import outcomes as oc
+from patchkeeper.model.errors import UserError
+from patchkeeper.update.context import RunContext
+from patchkeeper.update.left_behind import settle_leftovers
+from patchkeeper.update.rollback import STATE_BACKUP
+
+
+def apply(ctx: RunContext) -> str:
+    """Phase 6 when the update happened: the patch set on the new version."""
+    _learn_release_tags(ctx)
+    try:
+        check_symlinks(ctx.install, ctx.ws.patch_set)
+    except UserError as exc:  # the new release made a folder a symlink: never stuck
+        return _not_applied(ctx, str(exc))
+    # What was in place before set-aside took it out: a fix past its range is `expired`.
+    backup = ctx.journal.run_dir(ctx.state_dir) / STATE_BACKUP
+    ctx.report.tree = apply_patches(
+        ctx.install,
+        ctx.ws.settings,
+        ctx.ws.patch_set,
+        was_in_place=set(load_applied(backup)),
+    )
+    _keep_records_of_undecided(ctx, backup)
+    jr.checkpoint("6.1")
+    results = ctx.report.tree.results
+    for result in results:
+        if result.outcome == oc.UPSTREAM_HAS_IT:
+            ctx.report.notes.append(
+                f"{result.name}: upstream has it now: retire the patch (drop it from series)"
+            )
+        step = nextstep.for_patch(result, ctx.install.path, ctx.ws.patch_set.root)
+        if step is not None:
+            ctx.report.attention.append(step)
+    settle_leftovers(ctx, {r.name: r.outcome for r in results})
+    return ", ".join(f"{r.name} {r.outcome}" for r in results) or "the patch set is empty"
+
+
+def _not_applied(ctx: RunContext, why: str) -> str:
+    """Phase 6 when no patch can be written: each is `invalid` (exit 3), and the run
+    goes on (your edits come back), so recover is never stuck on it."""
+    results = [
+        oc.PatchResult(patch.name, oc.INVALID, None, why) for patch in ctx.ws.patch_set.patches
+    ]
+    version = install_version(ctx.install, ctx.ws.settings)
+    ctx.report.tree = TreeReport(ctx.install, ctx.install.head(), version, results)
+    again = nextstep.command("apply", install=ctx.install.path, patches=ctx.ws.patch_set.root)
+    ctx.report.attention.append(f"{why}; no patch was applied: fix it, then run: {again}")
+    return "no patch applied: " + why
+
+
+def _keep_records_of_undecided(ctx: RunContext, backup: Path) -> None:
+    """An expired or undecided fix stays recorded (its content is out of the tree), so
+    later runs still know it was in place, and `unapply` can retire it on purpose."""
+    assert ctx.report.tree is not None
+    records, before = load_applied(ctx.state_dir), load_applied(backup)
+    kept = {
+        result.name: before[result.name]
+        for result in ctx.report.tree.results
+        if result.needs_a_person and result.name in before and result.name not in records
+    }
+    if kept:
+        diffs = {name: written_diff(backup, record) for name, record in kept.items()}
+        save_applied(ctx.state_dir, {**records, **kept}, diffs)
+
+
+def _learn_release_tags(ctx: RunContext) -> None:
+    """Name the new version right (variants depend on it) though the updater fetched no tags.
+
+    Only `git describe` needs the release tags; it is asked only when neither
+    [install] version_command nor version_file gives a version. So origin is not asked (a
+    network round trip) when a version file states one in the new release, nor when the
+    new HEAD carries a release tag here already (the updater's fetch brought it)."""
+    version_file = ctx.ws.settings.version_file
+    if version_file and version_from_worktree(ctx.install.path, version_file).version:
+        return
+    if git.out(["tag", "--points-at", "HEAD", "--list", "v[0-9]*"], ctx.install.path):
+        return
+    try:
+        adopted = adopt_remote_tags(ctx.install.path)
+    except git.GitError as exc:
+        ctx.report.notes.append(f"could not list origin's tags ({exc}): the version may lag")
+        return
+    if adopted:
+        ctx.report.notes.append(f"tagged commits the update brought in: {', '.join(adopted)}")

@@ -1,0 +1,185 @@
+"""Phase 3: snapshot the work tree in a `before` ref, take patchkeeper's patches out, keep the
+user's own edits in an `edits` ref, and leave a clean checkout for the updater."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.install import git, trees
+from patchkeeper.install import journal as jr
+from patchkeeper.install.scratch import plain_index, scratch_index
+from patchkeeper.install.state import (
+    APPLIED_FILE,
+    WRITTEN_DIR,
+    load_applied,
+    save_applied,
+    written_diff,
+)
+from patchkeeper.install.worktree_writer import write_trees
+from patchkeeper.model import outcomes as oc
+from patchkeeper.update.context import RunContext
+from patchkeeper.update.rollback import STATE_BACKUP
+from patchkeeper.update.tree_facts import tree_changes, written_exactly
+
+T = TypeVar("T")
+
+
+def set_aside(ctx: RunContext) -> str:
+    """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
+    head, repo = ctx.journal.old_head, ctx.install.path
+    # Asked while the work tree is read (neither writes the index the snapshot is read
+    # into): HEAD's tree, and whether the install's index holds what HEAD does not.
+    head_tree_of = _meanwhile(trees.tree_of, repo, head)
+    index_check = _meanwhile(git.run, ["diff", "--cached", "--quiet"], repo, check=False)
+    records = load_applied(ctx.state_dir)
+    snapshot = trees.worktree_tree(ctx.install, _recorded_paths(ctx, records))
+    head_tree, index_dirty = head_tree_of(), index_check()
+    if snapshot == head_tree and not records and index_dirty.returncode == 0:
+        return "the tree is clean: nothing to set aside"
+    _backup_state(ctx)
+    _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
+    jr.checkpoint("3.1")
+    edits_tree, differing = _strip_patches(ctx, snapshot, head_tree, records)
+    if edits_tree != head_tree:
+        message = f"patchkeeper: your edits, set aside by update {ctx.journal.id}"
+        _keep(ctx, "edits", edits_tree, message)
+    jr.checkpoint("3.2")
+    save_applied(ctx.state_dir, {}, {})
+    jr.checkpoint("3.3")
+    # Only where the snapshot may differ from HEAD, when that is known: no whole-tree diff.
+    literal = {"GIT_LITERAL_PATHSPECS": "1"}
+    write_trees(
+        repo, ctx.state_dir, "update (set-aside)", snapshot, head_tree, differing, env=literal
+    )
+    jr.checkpoint("3.4")
+    if index_dirty.returncode != 0 or not plain_index(ctx.install.git_dir / "index"):
+        git.run(["reset", "-q"], ctx.install.path)  # else the index is HEAD's already
+    unchanged = edits_tree == head_tree
+    changed = [] if unchanged else trees.changed_paths(repo, head_tree, edits_tree)
+    kept = f"your edits ({len(changed)} file(s)) in {ctx.journal.edits_ref}"
+    return f"took out {len(records)} patch(es); " + (kept if changed else "no edits of yours")
+
+
+def _recorded_paths(ctx: RunContext, records: dict) -> set[str]:
+    """The files patchkeeper's records created: in the snapshot even when ignored (a file
+    that was there before is tracked, and `add -A` takes it anyway)."""
+    return {
+        path
+        for record in records.values()
+        for path, header, _ in split_hunks(written_diff(ctx.state_dir, record))
+        if b"\nnew file mode " in header
+    }
+
+
+def _keep(ctx: RunContext, what: str, tree: str, message: str) -> None:
+    """TREE as a commit on the old HEAD, under the run's ref WHAT, named in the journal."""
+    commit = trees.commit_tree(ctx.install.path, tree, ctx.journal.old_head, message)
+    ref = ctx.journal.ref(what)
+    git.run(["update-ref", ref, commit], ctx.install.path)
+    setattr(ctx.journal, f"{what}_ref", ref)
+    jr.save(ctx.state_dir, ctx.journal)
+
+
+def _backup_state(ctx: RunContext) -> None:
+    target = ctx.journal.run_dir(ctx.state_dir) / STATE_BACKUP
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    if (ctx.state_dir / APPLIED_FILE).is_file():
+        shutil.copy2(ctx.state_dir / APPLIED_FILE, target / APPLIED_FILE)
+    if (ctx.state_dir / WRITTEN_DIR).is_dir():
+        shutil.copytree(ctx.state_dir / WRITTEN_DIR, target / WRITTEN_DIR)
+
+
+def _strip_patches(
+    ctx: RunContext, snapshot: str, head_tree: str, records: dict
+) -> tuple[str, list[str]]:
+    """The snapshot without what patchkeeper wrote (latest first); drifted content stays. And
+    the paths outside which the snapshot is HEAD's tree, when that is known (else none)."""
+    order = [p.name for p in ctx.ws.patch_set.patches]
+    order += sorted(set(records) - set(order))
+    not_reversed: dict[str, set[str]] = {}
+    names = [name for name in reversed(order) if name in records]
+    diffs = {name: written_diff(ctx.state_dir, records[name]) for name in names}
+    if not names:
+        return snapshot, []  # nothing of patchkeeper's to take out
+    written = all(records[name].outcome in oc.WRITES for name in names)
+    if _only_patches(ctx, snapshot, head_tree, names, diffs, written=written):
+        # The snapshot differs from HEAD on the records' paths alone.
+        return head_tree, sorted({p for name in names for p, _, _ in split_hunks(diffs[name])})
+    with scratch_index(ctx.install.path) as index:
+        index.read_tree(snapshot)
+        # All in one `git apply` (latest first); one by one only when that fails.
+        whole = b"".join(diffs[name] for name in names)
+        if not all(d.endswith(b"\n") for d in diffs.values()) or (
+            whole and index.apply(whole, "--reverse").returncode != 0
+        ):
+            for name in names:
+                if index.apply(diffs[name], "--reverse").returncode != 0:
+                    not_reversed[name] = {path for path, _, _ in split_hunks(diffs[name])}
+        edits_tree = index.write_tree()
+    changed = set(trees.changed_paths(ctx.install.path, head_tree, edits_tree))
+    for name, files in not_reversed.items():
+        if files & changed:
+            shown = ", ".join(sorted(files & changed))
+            ctx.report.notes.append(
+                f"{name} was changed by hand since it was applied ({shown}): kept with your edits"
+            )
+        else:
+            ctx.report.notes.append(f"{name} was recorded but is no longer in the tree")
+    return edits_tree, []
+
+
+def _only_patches(
+    ctx: RunContext,
+    snapshot: str,
+    head_tree: str,
+    names: list[str],
+    diffs: dict[str, bytes],
+    *,
+    written: bool,
+) -> bool:
+    """Whether the snapshot is HEAD plus exactly what the records wrote, told from their
+    paths alone (no whole-tree index): taking them out then leaves HEAD's tree. WRITTEN:
+    every diff is one patchkeeper made (git's own, whose blob ids are the truth), so the
+    blob ids alone can tell; an adopted patch file's diff is applied."""
+    sections = [section for name in names for section in split_hunks(diffs[name])]
+    paths = sorted({path for path, _, _ in sections})
+    if not paths or not all(diff.endswith(b"\n") for diff in diffs.values()):
+        return False
+    changed = tree_changes(ctx.install.path, head_tree, snapshot)
+    if not set(changed) <= set(paths):
+        return False
+    if written and written_exactly(sections, changed):
+        return True  # each file is the blob its record wrote, on HEAD's blob: no apply
+    with scratch_index(ctx.install.path, private_objects=True) as index:
+        index.load_ref(snapshot, paths)
+        whole = b"".join(diffs[name] for name in names)
+        return index.apply(whole, "--reverse").returncode == 0 and index.same_as(head_tree, paths)
+
+
+def _meanwhile(work: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
+    """Start WORK (a git process, say) in a thread; the function returned waits for its
+    answer and gives it back, or raises what it raised."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, work(*args, **kwargs)))
+        except BaseException as exc:  # handed to whoever waits for the answer
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def answer() -> T:
+        thread.join()
+        done, value = outcome[0]
+        if not done:
+            raise value
+        return value
+
+    return answer
