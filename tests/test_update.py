@@ -415,6 +415,41 @@ def test_a_user_edit_in_a_patched_file_is_merged_back_with_the_patch(box: Sandbo
     assert "_TERMINAL_STATES" in (box.install / "cron/executions.py").read_text()  # v0.22.0
 
 
+def test_a_chmod_of_yours_on_a_patched_file_survives_the_update(box: Sandbox) -> None:
+    """`git apply --reverse` puts a diff's own mode back: a chmod of a patched file once read
+    as "no edits of yours", and the update dropped it with exit 0."""
+    applied(box)
+    scheduler = box.install / "cron/scheduler.py"
+    scheduler.chmod(0o755)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    assert code == 0, doc["attention"]
+    assert doc["restore"]["restored"] == ["cron/scheduler.py"]
+    assert scheduler.stat().st_mode & 0o111 == 0o111
+    assert patch_presence(box, "adoption-retry/scheduler-0.21.patch") == "present"
+
+
+def test_the_version_after_is_read_with_the_patches_back(box: Sandbox) -> None:
+    """A version command that reads what a patch writes (here: a file schema-once creates)
+    answers after the patches are back; phase 6 asked it before it wrote them."""
+    created = "cron/ledger_schema_once.py"
+    script = (
+        "v=$(sed -n 's/^__version__ = \"\\(.*\\)\"$/\\1/p' hermes_cli/__init__.py); "
+        f"if [ -e {created} ]; then echo \"$v+local\"; else echo \"$v\"; fi"
+    )
+    text = box.config.read_text()
+    box.config.write_text(text.replace(
+        'version_file = "hermes_cli/__init__.py"\n',
+        f"version_command = {json.dumps(['sh', '-c', script])}\n",
+    ))  # fmt: skip
+    applied(box)
+    box.publish("v0.22.0")
+    code, doc = pk_json(box, "update")
+    assert code == 0, doc["attention"]
+    assert (box.install / created).is_file()
+    assert doc["install"]["version_after"] == "0.22.0+local"
+
+
 def test_a_parked_stash_of_user_content_is_kept_and_restorable(box: Sandbox) -> None:
     (box.install / "hermes_cli/sqlite_util.py").write_text(
         (box.install / "hermes_cli/sqlite_util.py").read_text() + "\n# operator tweak\n"

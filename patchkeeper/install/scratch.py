@@ -94,6 +94,12 @@ class ScratchIndex:
             self._changed()
             self._git(["update-index", "-z", "--index-info"], stdin=listing)
 
+    def set_executable(self, paths: Iterable[str], executable: bool) -> None:
+        """Set or clear the executable bit of PATHS' entries; their blobs stay."""
+        if chosen := sorted(set(paths)):
+            self._changed()
+            self._git(["update-index", f"--chmod={'+' if executable else '-'}x", "--", *chosen])
+
     def load_ref(self, ref: str, paths: Iterable[str], *, overlay: bool = False) -> bytes:
         """Index REF's content of PATHS; with OVERLAY, on top of what the index holds.
         Returns the entries loaded (`ls-tree -z` format)."""

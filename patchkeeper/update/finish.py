@@ -34,14 +34,18 @@ def finish(ctx: RunContext) -> None:
 
 
 def _where_it_ended(ctx: RunContext) -> tuple[str | None, str]:
-    """HEAD and the version after the run. Phase 6 worked both out; they are asked again
-    only when something may have changed them since: a smoke check or a post-apply command
-    ran, or edits of yours came back (a version file may be among them)."""
-    tree, report = ctx.report.tree, ctx.report
+    """HEAD and the version after the run. Phase 6 read both before it wrote the patches:
+    HEAD is asked again only when something may have moved it since (a smoke check or a
+    post-apply command ran, or edits of yours came back). The version is taken from phase 6
+    only when `git describe` gives it: a version file or command may read what a patch, a
+    check or your edits wrote since."""
+    tree, report, settings = ctx.report.tree, ctx.report, ctx.ws.settings
     restored = report.restore is not None and bool(report.restore.restored)
-    if tree is not None and tree.head and not (report.smoke.checks or report.post or restored):
-        return tree.head, str(tree.version)
-    return ctx.install.head(), str(install_version(ctx.install, ctx.ws.settings))
+    if tree is None or not tree.head or report.smoke.checks or report.post or restored:
+        return ctx.install.head(), str(install_version(ctx.install, settings))
+    if settings.version_command or settings.version_file is not None:
+        return tree.head, str(install_version(ctx.install, settings))
+    return tree.head, str(tree.version)
 
 
 def _report_own_leftovers(ctx: RunContext) -> None:

@@ -206,7 +206,7 @@ def recover(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> 
         "happened, back to the snapshot when it did not"
     )
     run = UpdateRun(workspace, lock, options, journal)
-    run.resumed = True
+    run.ctx.resumed = True
     report.update = run.complete()
     if report.update.rolled_back:
         report.direction = OLD

@@ -65,18 +65,6 @@ class UpdateRun:
         report.retry = journal.extra.get("retry") or retry_command(workspace, UpdateOptions())
         self.ctx = RunContext(workspace, lock, options, journal, report)
 
-    @property
-    def report(self) -> UpdateReport:
-        return self.ctx.report
-
-    @property
-    def resumed(self) -> bool:
-        return self.ctx.resumed
-
-    @resumed.setter
-    def resumed(self, value: bool) -> None:
-        self.ctx.resumed = value
-
     def phase(
         self, number: int, body: Callable[[RunContext], T], said: Callable[[T], str] = str
     ) -> T:
@@ -208,7 +196,7 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
             run.skip(number, "stopped after preview")
         run.phase(10, lambda _: "stopped before touching anything")
         finish.finish(run.ctx)
-        return run.report
+        return run.ctx.report
     run.phase(3, set_aside.set_aside)
     run.phase(4, upstream.upstream)
     return run.complete()

@@ -23,7 +23,7 @@ from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.rollback import STATE_BACKUP
-from patchkeeper.update.tree_facts import tree_changes, written_exactly
+from patchkeeper.update.tree_facts import Entry, modes_of_yours, tree_changes, written_exactly
 
 T = TypeVar("T")
 
@@ -107,9 +107,12 @@ def _strip_patches(
     if not names:
         return snapshot, []  # nothing of patchkeeper's to take out
     written = all(records[name].outcome in oc.WRITES for name in names)
-    if _only_patches(ctx, snapshot, head_tree, names, diffs, written=written):
+    sections = [section for name in names for section in split_hunks(diffs[name])]
+    changed = tree_changes(ctx.install.path, head_tree, snapshot)
+    yours = modes_of_yours(sections, changed)
+    if not yours and _only_patches(ctx, snapshot, head_tree, sections, diffs, changed, written):
         # The snapshot differs from HEAD on the records' paths alone.
-        return head_tree, sorted({p for name in names for p, _, _ in split_hunks(diffs[name])})
+        return head_tree, sorted({path for path, _, _ in sections})
     with scratch_index(ctx.install.path) as index:
         index.read_tree(snapshot)
         # All in one `git apply` (latest first); one by one only when that fails.
@@ -120,6 +123,11 @@ def _strip_patches(
             for name in names:
                 if index.apply(diffs[name], "--reverse").returncode != 0:
                     not_reversed[name] = {path for path, _, _ in split_hunks(diffs[name])}
+        for executable in (True, False):  # your chmod stays yours: the apply undid it
+            index.set_executable(
+                [path for path, mode in yours.items() if (mode == "100755") == executable],
+                executable,
+            )
         edits_tree = index.write_tree()
     changed = set(trees.changed_paths(ctx.install.path, head_tree, edits_tree))
     for name, files in not_reversed.items():
@@ -137,27 +145,26 @@ def _only_patches(
     ctx: RunContext,
     snapshot: str,
     head_tree: str,
-    names: list[str],
+    sections: list[tuple[str, bytes, list[bytes]]],
     diffs: dict[str, bytes],
-    *,
+    changed: dict[str, tuple[Entry, Entry]],
     written: bool,
 ) -> bool:
     """Whether the snapshot is HEAD plus exactly what the records wrote, told from their
     paths alone (no whole-tree index): taking them out then leaves HEAD's tree. WRITTEN:
     every diff is one patchkeeper made (git's own, whose blob ids are the truth), so the
-    blob ids alone can tell; an adopted patch file's diff is applied."""
-    sections = [section for name in names for section in split_hunks(diffs[name])]
+    blob ids alone can tell; an adopted patch file's diff is applied. SECTIONS: the diffs'
+    file sections, latest first; CHANGED: the snapshot's entries where it is not HEAD's tree."""
     paths = sorted({path for path, _, _ in sections})
     if not paths or not all(diff.endswith(b"\n") for diff in diffs.values()):
         return False
-    changed = tree_changes(ctx.install.path, head_tree, snapshot)
     if not set(changed) <= set(paths):
         return False
     if written and written_exactly(sections, changed):
         return True  # each file is the blob its record wrote, on HEAD's blob: no apply
     with scratch_index(ctx.install.path, private_objects=True) as index:
         index.load_ref(snapshot, paths)
-        whole = b"".join(diffs[name] for name in names)
+        whole = b"".join(diffs.values())
         return index.apply(whole, "--reverse").returncode == 0 and index.same_as(head_tree, paths)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from patchkeeper.install import git
 
 Entry = tuple[str, str] | None  # (mode, blob) of a path in a tree, None where it is absent
+_FILE_MODES = {"100644", "100755"}
 
 
 def tree_changes(repo: Path, old: str, new: str) -> dict[str, tuple[Entry, Entry]]:
@@ -41,6 +42,25 @@ def written_exactly(
         if sides is None or changed.get(path) != sides:
             return False
     return seen == set(changed)
+
+
+def modes_of_yours(
+    sections: list[tuple[str, bytes, list[bytes]]], changed: dict[str, tuple[Entry, Entry]]
+) -> dict[str, str]:
+    """The files whose mode in the snapshot is not the one their latest recorded section
+    (SECTIONS, latest first) left: a `chmod` of yours on a patched file. `git apply --reverse`
+    puts the section's own mode back, so without this the edit would read as none."""
+    yours: dict[str, str] = {}
+    seen: set[str] = set()
+    for path, header, _ in sections:
+        if path in seen:
+            continue
+        seen.add(path)
+        sides, now = _header_sides(header), changed.get(path, (None, None))[1]
+        after = sides[1] if sides is not None else None
+        if after is not None and now is not None and {now[0], after[0]} == _FILE_MODES:
+            yours[path] = now[0]  # the executable bit alone: a symlink's is a content change
+    return yours
 
 
 def _header_sides(header: bytes) -> tuple[Entry, Entry] | None:
