@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from patchkeeper.model.errors import environment_problem, is_environment_error
 
@@ -33,30 +34,38 @@ def atomic_write(path: Path, data: bytes, *, then_sync_folder: bool = True) -> N
 WRITERS = 8  # threads that write (and fsync) at once
 
 
-def atomic_write_all(files: Mapping[Path, bytes]) -> None:
-    """`atomic_write` of each of FILES, side by side, so the disk serves their fsyncs together
-    rather than one after the other; no folder is synced (the caller syncs each once, after).
-    The first failure is raised once all have ended."""
-    items = list(files.items())
+T = TypeVar("T")
+
+
+def side_by_side(items: Sequence[T], work: Callable[[T], object]) -> None:
+    """WORK on each of ITEMS in up to WRITERS threads (this one among them), so the disk
+    serves their fsyncs together rather than one after the other. The first failure is raised,
+    in the caller's thread, once all have ended."""
     failed: list[BaseException] = []
 
-    def write(share: list[tuple[Path, bytes]]) -> None:
+    def run(share: Sequence[T]) -> None:
         try:
-            for path, data in share:
-                atomic_write(path, data, then_sync_folder=False)
+            for item in share:
+                work(item)
         except BaseException as exc:  # raised below, in the caller's thread
             failed.append(exc)
 
     shares = [items[k::WRITERS] for k in range(min(WRITERS, len(items)))]
-    threads = [threading.Thread(target=write, args=(share,)) for share in shares[1:]]
+    threads = [threading.Thread(target=run, args=(share,)) for share in shares[1:]]
     for thread in threads:
         thread.start()
     if shares:
-        write(shares[0])
+        run(shares[0])
     for thread in threads:
         thread.join()
     if failed:
         raise failed[0]
+
+
+def atomic_write_all(files: Mapping[Path, bytes]) -> None:
+    """`atomic_write` of each of FILES, side by side; no folder is synced (the caller syncs
+    each once, after)."""
+    side_by_side(list(files.items()), lambda item: atomic_write(*item, then_sync_folder=False))
 
 
 def sync_folder(folder: Path) -> None:

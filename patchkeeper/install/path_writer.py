@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from patchkeeper.install.files import sync_folder
+from patchkeeper.install.files import side_by_side, sync_folder
 from patchkeeper.install.journal import checkpoint
 from patchkeeper.install.tree_changes import EXECUTABLE, SYMLINK, Change
 from patchkeeper.model.errors import environment_problem
@@ -92,29 +91,7 @@ def _commit(root: Path, change: Change, staged: Path | None) -> None:
 def _sync(paths: Iterable[Path]) -> None:
     """fsync each of PATHS (files or folders), side by side: the disk serves them together.
     The first failure is raised once all have ended."""
-    paths = list(paths)
-    failed: list[OSError] = []
-
-    def sync(share: list[Path]) -> None:
-        try:
-            for path in share:
-                sync_folder(path)
-        except OSError as exc:
-            failed.append(exc)
-
-    shares = [paths[k::_SYNCERS] for k in range(min(_SYNCERS, len(paths)))]
-    threads = [threading.Thread(target=sync, args=(share,)) for share in shares[1:]]
-    for thread in threads:
-        thread.start()
-    if shares:
-        sync(shares[0])
-    for thread in threads:
-        thread.join()
-    if failed:
-        raise failed[0]
-
-
-_SYNCERS = 8  # threads that fsync at once
+    side_by_side(list(paths), sync_folder)
 
 
 def put(root: Path, change: Change, temp: str) -> None:
