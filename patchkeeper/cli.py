@@ -154,10 +154,15 @@ class _DroppedWhenClosed(io.RawIOBase):
         try:
             return os.write(self._fd, data)
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._fd)
-            os.close(devnull)
+            _to_devnull(self._fd)
             return memoryview(data).nbytes
+
+
+def _to_devnull(fd: int) -> None:
+    """Point FD at os.devnull: what is written to it from now on is dropped."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _survive_closed_pipes() -> None:
@@ -258,9 +263,7 @@ def _drop_stdout_if_unwritable() -> None:
     try:
         sys.stdout.flush()
     except OSError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _to_devnull(sys.stdout.fileno())
         sys.stdout.flush()
 
 

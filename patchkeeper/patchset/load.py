@@ -77,7 +77,7 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
             variants, file_problems = reader.read(files, deferred=False)
         problems += file_problems
         if overlaps:
-            problems += overlap_problems([v for v in variants if v.invalid is None])
+            problems += overlap_problems(variants)
         if variants:
             complete = reader.complete if reader.pending else None
             choose = VariantChoice(variants)
@@ -173,9 +173,5 @@ def refuse_overlapping_variants(patch_set: PatchSet) -> None:
     for `update`, which cannot know the version it will choose for until it has changed the
     install. Once per fix, in one sweep of its variants' bounds."""
     raise_first(
-        [
-            problem
-            for patch in patch_set.patches
-            for problem in overlap_problems([v for v in patch.variants if v.invalid is None])
-        ]
+        [problem for patch in patch_set.patches for problem in overlap_problems(patch.variants)]
     )

@@ -159,7 +159,9 @@ def overlap_at(a: SpecifierSet | None, b: SpecifierSet | None) -> Version | None
 
 
 def overlap_problems(variants: Sequence[PatchFile]) -> list[Problem]:
-    """A problem for each pair of VARIANTS (of one folder) whose ranges share a version."""
+    """A problem for each pair of VARIANTS (of one folder) whose ranges share a version; an
+    invalid variant has no range to judge and is left out."""
+    variants = [v for v in variants if v.invalid is None]
     problems = []
     pairs = meeting_pairs([bounds(v.applies_to) for v in variants])
     for i, j in pairs:
