@@ -305,6 +305,9 @@ def test_a_text_check_loads_nothing_only_writers_or_json_need(sandbox: Sandbox) 
                 "tree_write_journal", "path_writer", "settle", "processes")}  # fmt: skip
     assert not writers & modules
     assert "json" not in modules
+    # Standard modules a small check pays for at start-up and does not use: a scratch folder
+    # is made with os.mkdir, a patch file's SHA-256 is taken when a writer asks for it.
+    assert not {"tempfile", "shutil", "hashlib", "difflib"} & modules
 
 
 def test_help_lists_commands_without_importing_them() -> None:

@@ -80,7 +80,7 @@ def recall(
     for group in linked_groups(tried):
         files = sorted({path for _, v in group for path in v.files})
         key = (
-            tuple((patch.name, variant.sha256) for patch, variant in group),
+            tuple((patch.name, variant.source) for patch, variant in group),
             tuple(entries.get(path, b"") for path in files),
             tuple(files),
         )

@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 
 EVIDENCE = 2  # telling lines that must already be there before upstream is said to have it
 _HEADER = re.compile(rb"^@@ -(\d+)")
@@ -107,7 +106,10 @@ def _positions(target: list[str]) -> dict[str, list[int]]:
 
 def _changed(old_lines: list[str], new_lines: list[str]) -> list[range]:
     """The line ranges of NEW_LINES the merge wrote (inserted or replaced). The common head
-    and tail are cut off first: the matcher is quadratic on files of repeated lines."""
+    and tail are cut off first: the matcher is quadratic on files of repeated lines. (difflib
+    is imported here: only a block that stood there before needs it.)"""
+    from difflib import SequenceMatcher
+
     head = 0
     while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
         head += 1

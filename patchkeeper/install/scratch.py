@@ -20,9 +20,9 @@ import os
 import signal
 import stat
 import subprocess
-import tempfile
+import weakref
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from patchkeeper.install import git
@@ -30,14 +30,51 @@ from patchkeeper.install import git
 
 class Scratch:
     """A temporary folder for one scratch index (and its private objects); removed by
-    `close`, or when nothing refers to it any more."""
+    `close`, or when nothing refers to it any more.
+
+    Made with `os.mkdir` rather than `tempfile`: importing tempfile (shutil, random and the
+    archive modules behind them) costs more than a small `check` spends in git."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="patchkeeper-")
-        self.path = Path(self._dir.name)
+        self.path = _new_folder("patchkeeper-")
+        self._remove = weakref.finalize(self, _remove_folder, self.path)
 
     def close(self) -> None:
-        self._dir.cleanup()
+        self._remove()
+
+
+def _new_folder(prefix: str) -> Path:
+    """A folder of its own, readable by this user only, in $TMPDIR or else the first of /tmp
+    and /var/tmp that takes one (as tempfile.mkdtemp)."""
+    *first, last = [Path(p) for p in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp") if p]
+    for parent in first:
+        try:
+            return _folder_in(parent, prefix)
+        except OSError:
+            continue
+    return _folder_in(last, prefix)
+
+
+def _folder_in(parent: Path, prefix: str) -> Path:
+    while True:
+        folder = parent / f"{prefix}{os.urandom(6).hex()}"
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return folder
+
+
+def _remove_folder(folder: Path) -> None:
+    """Remove FOLDER and all it holds (git's object files are read-only: unlinked all the
+    same, the folders being ours); nothing when it is gone already."""
+    for parent, folders, files in os.walk(folder, topdown=False):
+        for name in files:
+            os.unlink(os.path.join(parent, name))
+        for name in folders:
+            os.rmdir(os.path.join(parent, name))
+    with suppress(FileNotFoundError):
+        os.rmdir(folder)
 
 
 def object_store(repo: Path) -> Path:

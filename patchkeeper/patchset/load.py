@@ -134,7 +134,7 @@ def _invalid(path: Path, problems: list[Problem]) -> PatchFile:
     (its first problem says why), so one bad file does not stop the others."""
     return PatchFile(
         path=path, fields={}, diff=b"", files=(), applies_to=None, upstream_fixed_in=None,
-        smoke=(), sha256="", invalid=str(problems[0]) if problems else "cannot be read",
+        smoke=(), source=b"", invalid=str(problems[0]) if problems else "cannot be read",
     )  # fmt: skip
 
 

@@ -78,7 +78,7 @@ class PatchFile:
     applies_to: SpecifierSet | None
     upstream_fixed_in: SpecifierSet | None
     smoke: tuple[str, ...]
-    sha256: str
+    source: bytes = field(repr=False)  # the file's bytes as read (b"" when it could not be)
     upstream_has: tuple[ContentCondition, ...] = ()  # all must hold upstream: it has the fix
     header: Header = field(default_factory=Header.none)  # every field, as written; free text
     warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
@@ -88,6 +88,14 @@ class PatchFile:
     @property
     def description(self) -> str:
         return self.fields.get("description") or self.fields.get("subject") or ""
+
+    @cached_property
+    def sha256(self) -> str:
+        """The file's SHA-256 as read ("" when it could not be read), on first use: `check`
+        never asks, and importing hashlib costs more than a small check's judging."""
+        import hashlib
+
+        return hashlib.sha256(self.source).hexdigest() if self.invalid is None else ""
 
     @property
     def base(self) -> str | None:

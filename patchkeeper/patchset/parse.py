@@ -5,7 +5,6 @@ read without its diff (see `Patch.complete`).
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from patchkeeper.model.problems import Problem
@@ -107,7 +106,7 @@ def parse_data(
         applies_to=applies_to,
         upstream_fixed_in=fixed_in,
         smoke=smoke,
-        sha256=hashlib.sha256(data).hexdigest(),
+        source=data,
         upstream_has=upstream_has,
         header=header,
         warnings=tuple(warnings),
