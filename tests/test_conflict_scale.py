@@ -60,3 +60,18 @@ def test_a_form_feed_in_a_conflicting_line_stays_one_line(tmp_path: Path) -> Non
     [conflict] = document["targets"][0]["patches"][0]["conflicts"]
     assert "b\fpage" in conflict["expected"]
     assert [m["found"] for m in conflict["mismatches"]] == ["c upstream"]
+
+
+def test_a_failed_patch_asks_for_its_preimage_and_its_content_in_one_process(
+    tmp_path: Path,
+) -> None:
+    """Whether the 3-way merge has its preimage blob at hand, and the target's content it would
+    merge with (and name the conflict from), come from one `cat-file --batch`."""
+    repo, patches = world(tmp_path, 3)
+    trace = tmp_path / "trace"
+    document, _ = check(repo, patches, trace)
+    assert document["targets"][0]["patches"][0]["outcome"] == "conflict"
+    started = [line.split("trace: built-in: git ", 1)[1] for line in trace.read_text().splitlines()
+               if "trace: built-in:" in line]  # fmt: skip
+    judging = started[next(i for i, c in enumerate(started) if c.startswith("apply")) :]
+    assert [c for c in judging if c.startswith("cat-file")] == ["cat-file --batch"], judging

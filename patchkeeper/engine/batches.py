@@ -136,11 +136,13 @@ def _judge_batch_failures(
     contents: dict[str, bytes] | None = None
     if len(left) > 1:
         pairs = [(known[i][0][1].diff, failed_files(known[i][1])) for i in left]
-        mergeable = state.blobs.mergeable(pairs)
+        paths = sorted({path for i in left for path in known[i][0][1].files})
+        mergeable, contents = state.blobs.mergeable(pairs, read=paths)
         merged = {i: False for i, can in zip(left, mergeable, strict=True) if not can}
         tried = [i for i in left if i not in merged]
         if len(tried) > 1:
-            found, refused_here, contents = merge_together(index, [known[i][0][1] for i in tried])
+            variants = [known[i][0][1] for i in tried]
+            found, refused_here, contents = merge_together(index, variants, contents)
             merged.update({tried[k]: m for k, m in found.items()})
             refused = {tried[k]: why for k, why in refused_here.items()}
     conflicting = [i for i in left if merged.get(i) is False]

@@ -90,11 +90,16 @@ def judge_failed(
     files = failed_files(forward)
     if merged is None:
         merged = False
-        if blobs is None or blobs.can_merge(diff, files):
-            paths = [path for path, _, _ in split_hunks(diff)]
-            if contents is None or any(path not in contents for path in paths):
-                contents = {**(contents or {}), **index.read_files(paths)}
-            merged, refused = merge_alone(index, diff, contents)
+        paths = [path for path, _, _ in split_hunks(diff)]
+        unread = [path for path in paths if path not in (contents or {})]
+        can_merge = True
+        if blobs is not None:  # whether it can merge, and what it would merge with, at once
+            [can_merge], read = blobs.mergeable([(diff, files)], read=unread)
+            contents, unread = {**(contents or {}), **read}, []
+        if can_merge:
+            if unread:
+                contents = {**(contents or {}), **index.read_files(unread)}
+            merged, refused = merge_alone(index, diff, contents or {})
     if merged:
         result.outcome = oc.MERGED_3WAY
         result.merged_files = files

@@ -10,7 +10,7 @@ settle it, the caller asks each patch alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import GIT_FATAL, output_lines
@@ -47,15 +47,15 @@ class BlobCheck:
         self.index = index
         self.present: set[str] = set()
 
-    def can_merge(self, diff: bytes, files: Iterable[str]) -> bool:
-        """Whether `git apply --3way` could merge the sections of FILES (the ones that failed
-        forward): git merges a section only with its preimage blob at hand, and applies it
-        directly otherwise, which fails as the forward apply did. So a failed section with
-        no index line, or whose blob is missing, makes the 3-way attempt fail for sure."""
-        return self.mergeable([(diff, list(files))])[0]
+    def mergeable(
+        self, patches: Sequence[tuple[bytes, list[str]]], read: Sequence[str] = ()
+    ) -> tuple[list[bool], dict[str, bytes]]:
+        """Whether `git apply --3way` could merge each (diff, failed files) of PATCHES, and the
+        index's content of the paths READ (those it holds), in one `cat-file --batch` at most.
 
-    def mergeable(self, patches: Sequence[tuple[bytes, list[str]]]) -> list[bool]:
-        """`can_merge` for each (diff, failed files) of PATCHES, in one process at most."""
+        git merges a file section only with its preimage blob at hand, and applies it directly
+        otherwise, which fails as the forward apply did. So a failed section with no index
+        line, or whose blob is missing, makes the 3-way attempt fail for sure."""
         wanted: list[list[str | None]] = []
         for diff, files in patches:
             needed = preimages(diff)
@@ -64,21 +64,21 @@ class BlobCheck:
             blob for blobs in wanted for blob in blobs
             if blob and set(blob) != {"0"} and blob not in self.present
         })  # fmt: skip
-        if ask:
-            query = "".join(f"{blob}\n" for blob in ask).encode()
-            proc = git.run(
-                ["cat-file", "--batch-check=%(objecttype)"], self.index.repo,
-                env=self.index.env, stdin=query, check=False,
-            )  # fmt: skip
-            answers = output_lines(proc.stdout)
-            if proc.returncode != 0 or len(answers) != len(ask):
-                self.present.update(ask)  # no clear answer: git's own attempt decides
-            else:
-                self.present.update(b for b, a in zip(ask, answers, strict=True) if a == "blob")
-        return [
+        paths = [] if any("\n" in path for path in read) else list(read)
+        names = [*ask, *(f":{path}" for path in paths)]
+        try:
+            found = self.index.read_blobs(names) if names else {}
+        except git.GitError:  # no clear answer: git's own attempt decides
+            found = dict.fromkeys(ask, b"")
+        self.present.update(blob for blob in ask if blob in found)
+        contents = {path: found[f":{path}"] for path in paths if f":{path}" in found}
+        if len(paths) < len(read):
+            contents = self.index.read_files(list(read))  # one by one
+        can = [
             all(blob is not None and (set(blob) == {"0"} or blob in self.present) for blob in b)
             for b in wanted
         ]
+        return can, contents
 
 
 def merge_alone(
@@ -102,16 +102,14 @@ def merge_alone(
 
 
 def merge_together(
-    index: ScratchIndex, variants: list[PatchFile]
+    index: ScratchIndex, variants: list[PatchFile], before: dict[str, bytes]
 ) -> tuple[dict[int, bool], dict[int, Refusal], dict[str, bytes] | None]:
     """Whether each of VARIANTS (no two share a file; none applies, none is there already)
     merges in 3-way, from one `git apply --3way` of them all and one of those that
     merged cleanly; the index then holds those merges. A clean merge that would write a
     change upstream has is dropped (`merge_guard`): its refusal is returned. {} when that
-    does not settle it (the caller asks alone). Also the index's content of the variants'
-    files before any merge, for the conflicts."""
-    paths = sorted({path for variant in variants for path in variant.files})
-    before = index.read_files(paths)
+    does not settle it (the caller asks alone). BEFORE: the index's content of the variants'
+    files before any merge (returned, for the conflicts)."""
     saved = index.save()
     diffs = [variant.diff for variant in variants]
     proc = index.apply(b"".join(diffs), "--3way")

@@ -172,19 +172,26 @@ class ScratchIndex:
         """The content this index holds for each of PATHS (those it holds), in one process."""
         if len(paths) < 2 or any("\n" in path for path in paths):
             return {p: data for p in paths if (data := self.read_file(p)) is not None}
-        query = "".join(f":{path}\n" for path in paths).encode()
+        found = self.read_blobs([f":{path}" for path in paths])
+        return {path: found[f":{path}"] for path in paths if f":{path}" in found}
+
+    def read_blobs(self, names: list[str]) -> dict[str, bytes]:
+        """The content of each of NAMES (a blob id, or `:PATH` for this index's entry; no
+        newline in any) that names a blob here, in one `cat-file --batch`."""
+        query = "".join(f"{name}\n" for name in names).encode()
         output = self._git(["cat-file", "--batch"], stdin=query).stdout
         found: dict[str, bytes] = {}
         position = 0
-        for path in paths:
+        for name in names:
             end = output.index(b"\n", position)
-            header = output[position:end].split()
+            header = output[position:end]
             position = end + 1
-            if len(header) != 3 or header[1] != b"blob":
-                continue  # "PATH missing": not in this index
-            size = int(header[2])
-            found[path] = output[position : position + size]
-            position += size + 1
+            if header.endswith((b" missing", b" ambiguous")):
+                continue  # not here (a `:PATH` this index holds no entry for)
+            _, kind, size = header.split(b" ")
+            if kind == b"blob":
+                found[name] = output[position : position + int(size)]
+            position += int(size) + 1
         return found
 
     def write_tree(self) -> str:
