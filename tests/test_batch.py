@@ -24,7 +24,7 @@ from patchkeeper.engine import classify as engine
 from patchkeeper.engine.checking import check_refs
 from patchkeeper.engine.patching import apply_patches, worktree_status
 from patchkeeper.install.checkout import open_install
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.scratch import ScratchIndex, scratch_index
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
 from tests.helpers import commit_files, diff_of, git, make_repo, patch_text, write_patch_set
@@ -350,3 +350,17 @@ def test_a_large_batch_splits_where_git_says_and_matches_one_by_one(
         streams = [flags for diff, flags in zip(calls, flag_log, strict=True)
                    if diff.count(b"diff --git ") > 1]  # fmt: skip
         assert ("--check", "--reverse") in streams and ("--3way",) in streams
+
+
+def test_read_blobs_answers_each_name_in_one_process(tmp_path: Path) -> None:
+    """Blob ids (abbreviated too), index paths with blanks, a path not there and a tree among
+    them: each blob's content, nothing for the rest, and the reading stays in step."""
+    repo = make_repo(tmp_path / "repo", {"a b.txt": "one\n", "dir/c.txt": "two\n"})
+    with scratch_index(repo) as index:
+        index.load_ref("HEAD", ["a b.txt", "dir/c.txt"])
+        blob = git(repo, "rev-parse", "HEAD:dir/c.txt").strip()
+        tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+        names = [tree, ":a b.txt", ":gone x.txt", blob[:10], ":dir/c.txt"]
+        assert index.read_blobs(names) == {
+            ":a b.txt": b"one\n", blob[:10]: b"two\n", ":dir/c.txt": b"two\n"
+        }

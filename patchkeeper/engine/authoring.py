@@ -215,6 +215,8 @@ def _updated_header(text: str, head: str) -> str:
 
 @dataclass(frozen=True)
 class Refreshed:
+    """A patch file `refresh` rewrote from the work tree."""
+
     path: Path  # the patch file written
     kept: tuple[str, ...]  # files kept from the patch as written, and written to the work tree
 

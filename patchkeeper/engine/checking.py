@@ -41,6 +41,8 @@ from patchkeeper.patchset.versions import (
 
 @dataclass(frozen=True)
 class RefReport:
+    """How every patch fares on one ref that `check` judged."""
+
     ref: str
     commit: str
     version: VersionInfo

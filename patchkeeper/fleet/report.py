@@ -26,6 +26,8 @@ KEPT = "kept"  # what a leftover an update did not settle is called in the table
 
 @dataclass
 class HostRow:
+    """One host of a rollout, as its report (or the lack of one) tells."""
+
     host: str
     exit_code: int | None = None  # None: no report
     problem: str = ""  # why there is no report ("never ran", "torn: ...")
@@ -52,6 +54,8 @@ class HostRow:
 
 @dataclass
 class Fleet:
+    """Every host's row of a rollout, read from the reports in FOLDER."""
+
     folder: Path
     rows: list[HostRow]
 

@@ -29,6 +29,8 @@ _IN_PROGRESS = {
 
 @dataclass(frozen=True)
 class Install:
+    """A git-installed project: its work tree (PATH) and its git folder."""
+
     path: Path
     git_dir: Path
 

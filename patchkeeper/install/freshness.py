@@ -23,6 +23,8 @@ FETCH_TIMEOUT = 300.0
 
 @dataclass
 class Freshness:
+    """A remote-tracking ref and how fresh it is: what a fetch of it did."""
+
     ref: str  # as the user wrote it
     full: str  # refs/remotes/<remote>/<branch>
     remote: str

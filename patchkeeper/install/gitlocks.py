@@ -38,6 +38,8 @@ _PROC = Path("/proc")
 
 @dataclass(frozen=True)
 class Holder:
+    """A process that holds one of git's own lock files."""
+
     pid: int
     command: str
     why: str

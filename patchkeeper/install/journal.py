@@ -54,6 +54,8 @@ def phase_name(number: int) -> str:
 
 @dataclass
 class Journal:
+    """One update's journal: where it started, the phase it reached, the refs it made."""
+
     id: str
     pid: int
     started_at: str

@@ -109,6 +109,8 @@ def _started_at(start_time: str) -> str:
 
 @dataclass(frozen=True)
 class Owner:
+    """Who holds the install's lock: the process, its command, its phase, since when."""
+
     pid: int
     start_time: str
     command: str

@@ -29,6 +29,8 @@ LineSink = Callable[[bytes], None]
 
 @dataclass(frozen=True)
 class Finished:
+    """How a command run in its own process group ended."""
+
     exit_status: int | None  # None: could not start; negative: killed by that signal
     timed_out: bool = False
     seconds: float = 0.0

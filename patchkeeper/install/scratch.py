@@ -179,20 +179,7 @@ class ScratchIndex:
         """The content of each of NAMES (a blob id, or `:PATH` for this index's entry; no
         newline in any) that names a blob here, in one `cat-file --batch`."""
         query = "".join(f"{name}\n" for name in names).encode()
-        output = self._git(["cat-file", "--batch"], stdin=query).stdout
-        found: dict[str, bytes] = {}
-        position = 0
-        for name in names:
-            end = output.index(b"\n", position)
-            header = output[position:end]
-            position = end + 1
-            if header.endswith((b" missing", b" ambiguous")):
-                continue  # not here (a `:PATH` this index holds no entry for)
-            _, kind, size = header.split(b" ")
-            if kind == b"blob":
-                found[name] = output[position : position + int(size)]
-            position += int(size) + 1
-        return found
+        return _blobs_in(self._git(["cat-file", "--batch"], stdin=query).stdout, names)
 
     def write_tree(self) -> str:
         if self._tree is None:
@@ -248,6 +235,24 @@ class ScratchIndex:
         limit = ["--", *paths] if paths else []
         args = ["diff", "--binary", "--full-index", "--no-renames", old, new, *limit]
         return self._git(args).stdout
+
+
+def _blobs_in(output: bytes, names: list[str]) -> dict[str, bytes]:
+    """`cat-file --batch` OUTPUT for NAMES, asked in that order -> name: content, for the
+    names that are blobs."""
+    found: dict[str, bytes] = {}
+    position = 0
+    for name in names:
+        end = output.index(b"\n", position)
+        header = output[position:end]
+        position = end + 1
+        if header.endswith((b" missing", b" ambiguous")):
+            continue  # not here (a `:PATH` this index holds no entry for)
+        _, kind, size = header.split(b" ")
+        if kind == b"blob":
+            found[name] = output[position : position + int(size)]
+        position += int(size) + 1
+    return found
 
 
 @contextmanager

@@ -20,6 +20,8 @@ SCHEMA = 1
 
 @dataclass(frozen=True)
 class AppliedRecord:
+    """What patchkeeper's state says it wrote for one patch."""
+
     name: str
     variant: str
     sha256: str

@@ -71,6 +71,8 @@ def changed_paths(repo: Path, old: str, new: str) -> list[str]:
 
 @dataclass(frozen=True)
 class MergePreview:
+    """A merge made in memory: its result tree and the paths that conflict."""
+
     ours: str  # tree
     result: str  # tree; conflicted paths in it hold conflict markers
     conflicts: list[str]

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the journal, the lock and the tree writer are for writers: 
 
 @dataclass(frozen=True)
 class Workspace:
+    """What a command works on: the install, the patch set chosen for it, its settings."""
+
     settings: Settings
     install: Install
     patch_set: PatchSet

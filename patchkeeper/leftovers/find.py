@@ -55,6 +55,9 @@ UNMERGED = "unmerged"
 
 @dataclass
 class Leftover:
+    """Something an update left behind: a parked stash, an autostash file, unmerged paths, a ref of
+    edits."""
+
     id: str
     kind: str
     label: str  # stash@{n} and message, file path, or ref name

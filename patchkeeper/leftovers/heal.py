@@ -104,6 +104,8 @@ def _drop_stash_entry(repo: Path, selector: str, sha: str) -> None:
 
 @dataclass(frozen=True)
 class RestoreOutcome:
+    """What restoring a leftover into the work tree did."""
+
     clean: bool
     written: list[str]
     conflicts: list[str]

@@ -89,6 +89,8 @@ def _file_time(path: Path) -> datetime:
 
 @dataclass(frozen=True)
 class Receipt:
+    """One receipt `hermes update` wrote, as read."""
+
     path: Path
     data: dict[str, Any]
 
@@ -172,6 +174,8 @@ class Receipt:
 
 @dataclass(frozen=True)
 class Skipped:
+    """A receipt that could not be read, and why."""
+
     path: Path
     reason: str
 
@@ -203,6 +207,8 @@ def read_receipt(path: Path) -> Receipt:
 
 @dataclass
 class Receipts:
+    """Every receipt in the install's folder of them, and those skipped."""
+
     found: list[Receipt] = field(default_factory=list)  # oldest first
     skipped: list[Skipped] = field(default_factory=list)
 

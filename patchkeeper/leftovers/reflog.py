@@ -14,6 +14,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class ReflogEntry:
+    """One entry of a ref's reflog."""
+
     selector: str  # NAME@{n}, n = 0 for the newest
     sha: str  # the commit the ref pointed at after this entry
     time: float  # when the entry was written (Unix time)

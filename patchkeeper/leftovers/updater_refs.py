@@ -31,6 +31,8 @@ _PREFIXES = {
 
 @dataclass(frozen=True)
 class UpdaterBackup:
+    """A backup ref an updater made (before a reset, or of a branch)."""
+
     ref: str
     commit: str
     created: float | None

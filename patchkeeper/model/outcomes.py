@@ -23,6 +23,8 @@ FAILED = (CONFLICT, INVALID)
 
 @dataclass(frozen=True)
 class HunkOffset:
+    """A hunk that applied away from the line its header names."""
+
     file: str
     hunk: int
     line: int
@@ -40,6 +42,8 @@ class Mismatch:
 
 @dataclass(frozen=True)
 class HunkConflict:
+    """A hunk that does not apply: what it looked for, and where the target differs."""
+
     file: str
     hunk: int  # 1-based within the file; 0 when the whole file failed
     header: str
@@ -50,6 +54,8 @@ class HunkConflict:
 
 @dataclass
 class PatchResult:
+    """How one patch stands against one target, and the details that say why."""
+
     name: str
     outcome: str
     variant: str | None = None

@@ -10,6 +10,8 @@ from patchkeeper.model.errors import UserError, one_line
 
 @dataclass(frozen=True)
 class Problem:
+    """What is wrong in a user's file, and at which line (1-based)."""
+
     path: Path
     line: int
     message: str

@@ -145,6 +145,8 @@ class Patch:
 
 @dataclass(frozen=True)
 class PatchSet:
+    """The patch set: its folder and its fixes, in series order."""
+
     root: Path
     patches: tuple[Patch, ...]
     scheme: VersionScheme = PEP440  # `[install] version_scheme`: how Applies-To was read

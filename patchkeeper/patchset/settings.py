@@ -45,6 +45,9 @@ _KNOWN: dict[str, set[str]] = {
 
 @dataclass(frozen=True)
 class Settings:
+    """The patch set's `patchkeeper.toml` as read (SOURCE: that file, None when there is none),
+    with the defaults filled in."""
+
     source: Path | None
     install_path: Path
     python: str | None = None

@@ -90,6 +90,8 @@ def _specifier_bounds(operator: str, text: str) -> tuple[Point, Point]:
 
 @dataclass(frozen=True)
 class Bounds:
+    """The versions an Applies-To range admits, as its lowest and highest point."""
+
     low: Point
     high: Point
 

@@ -121,6 +121,8 @@ SCHEMES = {
 
 @dataclass(frozen=True)
 class VersionInfo:
+    """A version as read from an install or a ref, and where it was read."""
+
     version: Version | None
     text: str  # what was read, for the report, after why earlier sources gave none
     source: str  # "command", "file", "describe" or "unknown"

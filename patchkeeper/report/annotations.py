@@ -31,6 +31,8 @@ def escape_property(text: str) -> str:
 
 @dataclass
 class Annotation:
+    """One GitHub annotation on a patch file."""
+
     level: str  # error, warning, notice
     file: Path
     line: int | None

@@ -20,6 +20,8 @@ DEFAULT_TIMEOUT = 3600.0
 
 @dataclass
 class UpdateOptions:
+    """What `update` was asked for on its command line."""
+
     args: tuple[str, ...] = ()
     timeout: float | None = None
     preview: str | None = None

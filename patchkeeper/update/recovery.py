@@ -46,6 +46,8 @@ NEW = "new"  # the new version, with patches and edits carried over
 
 @dataclass
 class RecoverReport:
+    """What `recover` did with an interrupted update, and which way it went."""
+
     journal: jr.Journal | None
     direction: str
     actions: list[str] = field(default_factory=list)

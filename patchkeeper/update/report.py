@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # imported where used: only a --preview run checks a ref or f
 
 @dataclass
 class PhaseRecord:
+    """One phase of an update as it ran: done, skipped or failed, and how long."""
+
     number: int
     name: str
     status: str  # done, skipped, failed
@@ -53,12 +55,16 @@ class CommandResult:
 
 @dataclass
 class KeptFile:
+    """A file of the user's edits kept aside, and the command that shows it."""
+
     path: str
     show: str  # command that shows the user's edit of the file
 
 
 @dataclass
 class RestoreResult:
+    """What putting the user's edits back did: restored, kept aside."""
+
     ref: str | None
     restored: list[str] = field(default_factory=list)
     kept: list[KeptFile] = field(default_factory=list)
@@ -67,6 +73,8 @@ class RestoreResult:
 
 @dataclass
 class LeftoverAction:
+    """What an update did with one leftover, and how to undo or finish it."""
+
     leftover: lo.Leftover
     action: str  # dropped, kept, found-before
     detail: str = ""
@@ -76,6 +84,8 @@ class LeftoverAction:
 
 @dataclass
 class SmokeReport:
+    """Phase 8's answer: the smoke checks' verdicts, or why none ran."""
+
     status: str  # not-run (phase 8 did not run), not-configured, pass, fail, error
     detail: str = ""
     checks: list[dict[str, str]] = field(default_factory=list)
@@ -85,6 +95,8 @@ class SmokeReport:
 
 @dataclass
 class UpdateReport:
+    """Everything an update did and found, for the text and JSON reports and the exit code."""
+
     install: Install
     run_id: str
     head_before: str

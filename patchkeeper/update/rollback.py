@@ -39,6 +39,8 @@ STATE_BACKUP = "state"  # the run folder's copy of applied.json and written/, be
 
 @dataclass
 class RollbackResult:
+    """What rolling the work tree back to the `before` snapshot did."""
+
     snapshot: str | None  # the `before` commit, or None: the tree was clean (old HEAD)
     written: list[str] = field(default_factory=list)  # paths put back
     checkout: list[str] = field(default_factory=list)  # half-done checkout's paths, undone

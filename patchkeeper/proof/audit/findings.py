@@ -84,6 +84,8 @@ class DeliveredButLost:
 
 @dataclass(frozen=True)
 class DayCount:
+    """One day of the ledger: executions, failures and the runs that never started."""
+
     day: date
     executions: int
     failed: int
@@ -101,6 +103,8 @@ class Unchecked:
 
 @dataclass(frozen=True)
 class AuditResult:
+    """What `audit` found in the cron ledger and the jobs file."""
+
     home: Path
     ledger: Path
     jobs_file: Path

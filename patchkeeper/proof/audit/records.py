@@ -30,6 +30,8 @@ class LossKind(StrEnum):
 
 @dataclass(frozen=True)
 class Job:
+    """A scheduled job as the jobs file states it."""
+
     id: str
     name: str | None
     last_status: str | None
@@ -43,6 +45,8 @@ class Job:
 
 @dataclass(frozen=True)
 class Execution:
+    """One row of the cron ledger: a job's execution as claimed."""
+
     id: str
     job_id: str
     status: str
@@ -66,6 +70,8 @@ class Execution:
 
 @dataclass(frozen=True)
 class Ledger:
+    """The cron ledger as read: its columns and executions, and the rows that could not be."""
+
     columns: frozenset[str]
     rows: int
     executions: tuple[Execution, ...]

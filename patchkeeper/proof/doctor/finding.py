@@ -15,6 +15,8 @@ from patchkeeper.patchset.settings import Settings
 
 @dataclass
 class Finding:
+    """One of doctor's questions and its answer."""
+
     name: str
     ok: bool
     summary: str
@@ -24,6 +26,8 @@ class Finding:
 
 @dataclass
 class DoctorReport:
+    """Every finding of `doctor` on one install."""
+
     install_path: Path
     findings: list[Finding]
     patches: list[PatchResult] = field(default_factory=list)  # how each stands (`status`)

@@ -35,6 +35,8 @@ CONFIGURED, VENV, OWN, MISSING = "configured", "venv", "patchkeeper", "missing"
 
 @dataclass(frozen=True)
 class Interpreter:
+    """The Python a smoke check runs with, and why that one."""
+
     path: Path
     note: str = ""  # set when this is not the install's own interpreter, saying why
     source: str = field(default=CONFIGURED, compare=False)

@@ -20,6 +20,8 @@ VERDICTS = (PASS, FAIL, ERROR)
 
 @dataclass(frozen=True)
 class Step:
+    """One step a smoke check reported."""
+
     name: str
     verdict: str
     detail: str = ""
@@ -29,6 +31,8 @@ class Step:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One smoke check's verdict, with its steps."""
+
     name: str
     verdict: str
     seconds: float
@@ -39,6 +43,8 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class SmokeReport:
+    """Every smoke check's verdict, and the interpreter they ran with."""
+
     python: Interpreter
     results: tuple[CheckResult, ...]
 
