@@ -23,6 +23,7 @@ from patchkeeper.engine.classify import classify
 from patchkeeper.engine.memo import TrialMemo
 from patchkeeper.engine.ref_content import read_blobs, upstream_has_contents
 from patchkeeper.install import git
+from patchkeeper.install.meanwhile import meanwhile
 from patchkeeper.install.scratch import TreeListings
 from patchkeeper.install.version import version_of_ref
 from patchkeeper.model.errors import UserError
@@ -120,8 +121,12 @@ def versions_of(
     commits: Sequence[str],
     version_file: VersionFile | None,
     scheme: VersionScheme = PEP440,
+    described: Callable[[], list[VersionInfo]] | None = None,
 ) -> list[VersionInfo]:
-    """Each commit's version, as `version_of_ref` gives it, in one or two git processes."""
+    """Each commit's version, as `version_of_ref` gives it, in one or two git processes.
+    DESCRIBED: describe's answer for every commit, asked already (no version file)."""
+    if described is not None:
+        return described()
     infos: list[VersionInfo | None] = [None] * len(commits)
     reasons: list[list[str]] = [[] for _ in commits]
     if version_file is not None:
@@ -145,9 +150,13 @@ def versions_of(
     return [info for info in infos if info is not None]
 
 
-def _describe_all(repo: Path, commits: list[str], scheme: VersionScheme) -> list[VersionInfo]:
-    """`git describe` of every commit in one process; when it cannot name one, one by one."""
-    proc = git.run(["describe", "--tags", "--match", "v[0-9]*", *commits], repo, check=False)
+def _describe_all(
+    repo: Path, commits: Sequence[str], scheme: VersionScheme
+) -> list[VersionInfo]:
+    """`git describe` of every commit (or ref) in one process; when it cannot name one, one by
+    one."""
+    args = ["describe", "--tags", "--match", "v[0-9]*", "--end-of-options", *commits]
+    proc = git.run(args, repo, check=False)
     lines = proc.stdout.decode().splitlines()
     if proc.returncode == 0 and len(lines) == len(commits):
         versions = [describe_to_version(line, scheme) for line in lines]
@@ -178,8 +187,10 @@ def check_refs(
     refs = list(refs)
     if not refs:
         return []
+    # Without a version file each ref's version is git describe's: asked beside the lookup.
+    described = None if version_file else meanwhile(_describe_all, repo, refs, patch_set.scheme)
     commits, trees = resolve(repo, refs)
-    versions = versions_of(repo, commits, version_file, patch_set.scheme)
+    versions = versions_of(repo, commits, version_file, patch_set.scheme, described)
     variants = [v for p in patch_set.patches for v in p.variants]
     has = upstream_has_contents(repo, commits, variants)
     memo = TrialMemo() if reuse else None

@@ -7,6 +7,7 @@ it can reason about ("check failed" is an answer, not an exception).
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,18 @@ class GitError(PatchkeeperError):
     """A git command that had to succeed did not (an internal error, exit 1, unless re-raised)."""
 
     exit_code = 1
+
+
+@functools.cache
+def program() -> str:
+    """The git that runs: the first on PATH, looked up once (left to the exec, each process
+    would look again, one failed exec per folder before git's). Only absolute folders count:
+    a relative one would be read from the repository a command runs in."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder, "git")
+        if os.path.isabs(folder) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return "git"  # not found: the exec says so
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -45,7 +58,7 @@ def run(
     """Run `git ARGS` in CWD; raise GitError on failure when CHECK, or past TIMEOUT."""
     try:
         proc = subprocess.run(
-            ["git", *args],
+            [program(), *args],
             cwd=cwd,
             env=git_env(env),
             input=stdin,

@@ -55,7 +55,8 @@ def version_of_ref(
 
 
 def describe_version(repo: Path, ref: str, scheme: VersionScheme = PEP440) -> VersionInfo:
-    proc = git.run(["describe", "--tags", "--match", "v[0-9]*", ref], repo, check=False)
+    args = ["describe", "--tags", "--match", "v[0-9]*", "--end-of-options", ref]
+    proc = git.run(args, repo, check=False)
     described = proc.stdout.decode().strip()
     if proc.returncode == 0 and (version := describe_to_version(described, scheme)):
         return VersionInfo(version, described, "describe")
