@@ -120,7 +120,7 @@ def test_the_new_version_is_worked_out_once_when_nothing_ran_after_the_apply(
     assert doc["install"]["version_after"] == "1.1.0"
     assert doc["install"]["head_after"] == git(install, "rev-parse", "HEAD")
     trace.write_text(trace.read_text().split("built-in: git pull", 1)[1])
-    assert traced(trace, "describe --tags --match 'v[0-9]*' HEAD") == 1
+    assert traced(trace, "describe --tags --match 'v[0-9]*' --end-of-options HEAD") == 1
 
 
 def test_a_drifted_record_falls_back_to_one_by_one_and_is_kept_with_the_edits(
