@@ -374,6 +374,23 @@ def test_a_killed_smoke_run_leaves_nothing_in_tmpdir(repo: Path, tmp_path: Path)
     assert list(scratch.iterdir()) == [] and list(tmpdir.iterdir()) == []
 
 
+
+def test_a_relative_tmpdir_holds_the_scratch_index_and_keeps_nothing(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git runs in the install, not where patchkeeper started: a relative TMPDIR is taken
+    from patchkeeper's own folder, and the scratch folder goes when the check is done."""
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.chdir(tmp_path)
+    proc = cli("check", "--ref", "v1.0.0", "--install", repo, "--patches", patches,
+               env={"TMPDIR": "tmp"})  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "applied" in proc.stdout
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert git(repo, "status", "--porcelain", "--ignored") == ""
+
+
 # ---------------------------------------------------------------- 11. help says what runs
 
 

@@ -46,7 +46,8 @@ class Scratch:
 def _new_folder(prefix: str) -> Path:
     """A folder of its own, readable by this user only, in $TMPDIR or else the first of /tmp
     and /var/tmp that takes one (as tempfile.mkdtemp)."""
-    *first, last = [Path(p) for p in (os.environ.get("TMPDIR"), "/tmp", "/var/tmp") if p]
+    candidates = (os.environ.get("TMPDIR"), "/tmp", "/var/tmp")
+    *first, last = [Path(os.path.abspath(p)) for p in candidates if p]  # git runs elsewhere
     for parent in first:
         try:
             return _folder_in(parent, prefix)
