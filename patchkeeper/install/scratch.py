@@ -178,8 +178,9 @@ class ScratchIndex:
 
     def read_blobs(self, names: list[str]) -> dict[str, bytes]:
         """The content of each of NAMES (a blob id, or `:PATH` for this index's entry; no
-        newline in any) that names a blob here, in one `cat-file --batch`."""
-        query = "".join(f"{name}\n" for name in names).encode()
+        newline in any) that names a blob here, in one `cat-file --batch`. A path's bytes go
+        as git wrote them (surrogateescape: a file name need not be UTF-8)."""
+        query = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
         return _blobs_in(self._git(["cat-file", "--batch"], stdin=query).stdout, names)
 
     def write_tree(self) -> str:
