@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import GIT_ID
 
 BASE = b"".join(b"line %d\n" % n for n in range(12))
