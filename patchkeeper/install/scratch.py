@@ -177,9 +177,8 @@ class ScratchIndex:
         return {path: found[f":{path}"] for path in paths if f":{path}" in found}
 
     def read_blobs(self, names: list[str]) -> dict[str, bytes]:
-        """The content of each of NAMES (a blob id, or `:PATH` for this index's entry; no
-        newline in any) that names a blob here, in one `cat-file --batch`. A path's bytes go
-        as git wrote them (surrogateescape: a file name need not be UTF-8)."""
+        """The content of each of NAMES (a blob id, or `:PATH` for this index's entry, in
+        git's bytes; no newline in any) that names a blob here, in one `cat-file --batch`."""
         query = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
         return _blobs_in(self._git(["cat-file", "--batch"], stdin=query).stdout, names)
 
