@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from patchkeeper.install.scratch import Scratch
 from tests.helpers import (
     GIT_ID,
     diff_of,
@@ -374,7 +375,6 @@ def test_a_killed_smoke_run_leaves_nothing_in_tmpdir(repo: Path, tmp_path: Path)
     assert list(scratch.iterdir()) == [] and list(tmpdir.iterdir()) == []
 
 
-
 def test_a_relative_tmpdir_holds_the_scratch_index_and_keeps_nothing(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -389,6 +389,26 @@ def test_a_relative_tmpdir_holds_the_scratch_index_and_keeps_nothing(
     assert "applied" in proc.stdout
     assert list((tmp_path / "tmp").iterdir()) == []
     assert git(repo, "status", "--porcelain", "--ignored") == ""
+
+
+@pytest.mark.parametrize("variable", ["TEMP", "TMP"])
+def test_the_scratch_folder_goes_where_tempfile_would_put_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """TMPDIR unset, TEMP or TMP names the folder (as for tempfile, which the scratch folder
+    used before); a TMPDIR that takes none is passed over."""
+    monkeypatch.delenv("TMPDIR", raising=False)
+    monkeypatch.delenv("TEMP", raising=False)
+    monkeypatch.delenv("TMP", raising=False)
+    monkeypatch.setenv(variable, str(tmp_path))
+    scratch = Scratch()
+    assert scratch.path.parent == tmp_path
+    scratch.close()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "not there"))
+    scratch = Scratch()
+    assert scratch.path.parent == tmp_path
+    scratch.close()
+    assert list(tmp_path.iterdir()) == []
 
 
 # ---------------------------------------------------------------- 11. help says what runs

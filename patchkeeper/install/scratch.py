@@ -44,16 +44,16 @@ class Scratch:
 
 
 def _new_folder(prefix: str) -> Path:
-    """A folder of its own, readable by this user only, in $TMPDIR or else the first of /tmp
-    and /var/tmp that takes one (as tempfile.mkdtemp)."""
-    candidates = (os.environ.get("TMPDIR"), "/tmp", "/var/tmp")
-    *first, last = [Path(os.path.abspath(p)) for p in candidates if p]  # git runs elsewhere
-    for parent in first:
-        try:
-            return _folder_in(parent, prefix)
-        except OSError:
-            continue
-    return _folder_in(last, prefix)
+    """A folder of its own, readable by this user only, in the first of tempfile's places that
+    takes one: $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp, the current folder (absolute)."""
+    names = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    refusals: list[OSError] = []  # none takes one: the first place's refusal is raised
+    for parent in [p for p in names if p] + ["/tmp", "/var/tmp", "/usr/tmp", os.curdir]:
+        try:  # absolute: git runs in the install, not here
+            return _folder_in(Path(os.path.abspath(parent)), prefix)
+        except OSError as refused:
+            refusals.append(refused)
+    raise refusals[0]
 
 
 def _folder_in(parent: Path, prefix: str) -> Path:
