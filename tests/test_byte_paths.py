@@ -90,3 +90,25 @@ def test_a_3way_merge_on_a_file_name_that_is_not_utf8(
     assert code == 0, stderr
     results = document["targets"][0]["patches"]
     assert {r["outcome"] for r in results} == {"merged-3way"}
+
+
+def _pk(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patchkeeper", *map(str, args)],
+        capture_output=True, text=True, check=False, env={**os.environ, **GIT_ID},
+    )  # fmt: skip
+
+
+def test_apply_status_and_unapply_on_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """The work tree's side: its content hashed in, the entries written, the record kept."""
+    repo, patches = world(tmp_path, NAMES[:1], upstream_line=1)  # the fix applies at v2
+    target = Path(os.fsdecode(os.path.join(os.fsencode(repo), NAMES[0])))
+    where = ("--install", repo, "--patches", patches)
+    applied = _pk("apply", *where)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert b"line 6 local\n" in target.read_bytes()
+    status = _pk("status", *where)
+    assert status.returncode == 0, status.stdout + status.stderr
+    removed = _pk("unapply", *where)
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert b"line 6 local\n" not in target.read_bytes()

@@ -57,7 +57,7 @@ def read_blobs(repo: Path, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str,
     one `git cat-file --batch` process."""
     if not wanted:
         return {}
-    query = "".join(f"{ref}:{path}\n" for ref, path in wanted).encode()
+    query = "".join(f"{ref}:{path}\n" for ref, path in wanted).encode(errors="surrogateescape")
     output = git.run(["cat-file", "--batch"], repo, stdin=query).stdout
     blobs: dict[tuple[str, str], bytes] = {}
     position = 0

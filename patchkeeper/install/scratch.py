@@ -156,13 +156,13 @@ class ScratchIndex:
         # Raw bytes (no clean filters): the combined diff is applied to these very bytes.
         shas = self._git(
             ["hash-object", "-w", "--no-filters", "--stdin-paths"],
-            stdin="\n".join(present).encode(),
+            stdin="\n".join(present).encode(errors="surrogateescape"),
         )
         entries = []
         for path, sha in zip(present, shas.stdout.decode().split(), strict=True):
             executable = os.stat(self.repo / path).st_mode & stat.S_IXUSR
             entries.append(f"{'100755' if executable else '100644'} {sha}\t{path}\0")
-        self.add_entries("".join(entries).encode())
+        self.add_entries("".join(entries).encode(errors="surrogateescape"))
 
     def read_file(self, path: str) -> bytes | None:
         """The content this index holds for PATH, or None when it holds none."""

@@ -89,9 +89,8 @@ def _blobs(repo: Path, shas: list[str], env: Mapping[str, str] | None) -> dict[s
 
 def _same_as_git_sees(repo: Path, paths: list[str], shas: list[str]) -> bool:
     """Whether git, with the install's clean filters, hashes PATHS to SHAS."""
-    proc = git.run(
-        ["hash-object", "--stdin-paths"], repo, stdin="\n".join(paths).encode(), check=False
-    )
+    query = "\n".join(paths).encode(errors="surrogateescape")
+    proc = git.run(["hash-object", "--stdin-paths"], repo, stdin=query, check=False)
     return proc.returncode == 0 and proc.stdout.decode().split() == shas
 
 
