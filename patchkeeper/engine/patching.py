@@ -18,12 +18,12 @@ from patchkeeper.engine.classify import classify
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.ref_content import present_in_ref
 from patchkeeper.engine.state import Classification, Recorded
+from patchkeeper.engine.symlinks import check_symlinks
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.install.remembered import foreign_problem, remember
 from patchkeeper.install.scratch import ScratchIndex, scratch_index
 from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
-from patchkeeper.install.tree_changes import symlinked_folder
 from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import EnvironmentProblem, UserError
@@ -44,28 +44,6 @@ class TreeReport:
     written: bool = False
     notes: list[str] = field(default_factory=list)
     patch_set: str = ""  # the set's folder and why it was used (Workspace.patch_set_label)
-
-
-def check_symlinks(install: Install, patch_set: PatchSet) -> None:
-    """Refuse a patch whose target path goes through a symlink: one that leaves the install,
-    or a symlinked folder inside it (git writes nothing beyond a symbolic link, and a write
-    through it would change another path of the tree)."""
-    root = install.path.resolve()
-    for patch in patch_set.patches:
-        for variant in patch.variants:
-            for path in variant.files:
-                resolved = (install.path / path).resolve()
-                if not resolved.is_relative_to(root):
-                    raise UserError(
-                        f"{variant.path}: {path!r} reaches outside the install through a "
-                        f"symlink (to {resolved})"
-                    )
-                if (link := symlinked_folder(install.path, path)) is not None:
-                    target = resolved.relative_to(root)
-                    raise UserError(
-                        f"{variant.path}: {path!r} goes through the symbolic link {link!r} "
-                        f"in the install; name the file where it is: {str(target)!r}"
-                    )
 
 
 def _recorded(install: Install) -> tuple[dict[str, AppliedRecord], dict[str, Recorded]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from patchkeeper.engine.patching import check_symlinks
+from patchkeeper.engine.symlinks import check_symlinks
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc

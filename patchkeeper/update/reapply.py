@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchkeeper.engine.patching import TreeReport, apply_patches, check_symlinks
+from patchkeeper.engine.patching import TreeReport, apply_patches
+from patchkeeper.engine.symlinks import check_symlinks
 from patchkeeper.install import git
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import install_version

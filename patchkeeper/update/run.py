@@ -12,12 +12,18 @@ Phases: 1 preflight, 2 preview, 3 set-aside, 4 upstream, 5 leftovers, 6 apply, 7
 8 smoke, 9 post, 10 report. Phases 5-10 are also how `recover` finishes an interrupted run.
 Each phase is a function of the run's context (context.py) in a module of its own; this one
 records each in the journal before it starts and chooses which comes next.
+
+The modules of phases 3-10 are imported when those phases start, not with this one: an update
+loads them ahead (`_load_ahead`, in a thread) while this thread only waits on git, so they
+cost no time of the run's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -29,7 +35,6 @@ from patchkeeper.install.workspace import Workspace
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import PatchkeeperError
-from patchkeeper.update import checks, finish, left_behind, reapply, restore, set_aside, upstream
 from patchkeeper.update.context import RunContext, UpdateOptions, retry_command
 from patchkeeper.update.preflight import preflight, preview
 from patchkeeper.update.report import PhaseRecord, SmokeReport, UpdateReport
@@ -99,6 +104,8 @@ class UpdateRun:
 
     def _blocked_report(self, what: str, how: str) -> UpdateReport:
         """Stop before phase 6; the journal stays, so `recover` finishes the run later."""
+        from patchkeeper.update import left_behind
+
         ctx = self.ctx
         for number in range(6, 11):
             self.skip(number, what)
@@ -122,6 +129,8 @@ class UpdateRun:
         tree back to the `before` snapshot instead of applying the patch set again, and the
         run ends with the command that retries it.
         """
+        from patchkeeper.update import checks, finish, left_behind, reapply, restore
+
         ctx, report = self.ctx, self.ctx.report
         self.phase(5, left_behind.leftovers)
         blocked = left_behind.blocked(ctx)
@@ -178,6 +187,7 @@ def start_journal(workspace: Workspace) -> jr.Journal:
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
     """The whole update. The caller holds the install through `locked_for_writing`, whose
     refusals (git busy, an unfinished update) came before anything changed."""
+    threading.Thread(target=_load_ahead, daemon=True).start()
     journal = start_journal(workspace)
     journal.extra["retry"] = retry_command(workspace, options)
     run = UpdateRun(workspace, lock, options, journal)
@@ -192,11 +202,27 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
         (workspace.install.state_dir / jr.JOURNAL_FILE).unlink(missing_ok=True)
         raise
     if not go_on:
+        from patchkeeper.update import finish
+
         for number in range(3, 10):
             run.skip(number, "stopped after preview")
         run.phase(10, lambda _: "stopped before touching anything")
         finish.finish(run.ctx)
         return run.ctx.report
+    from patchkeeper.update import set_aside, upstream
+
     run.phase(3, set_aside.set_aside)
     run.phase(4, upstream.upstream)
     return run.complete()
+
+
+def _load_ahead() -> None:
+    """Import the modules of phases 3-10 ahead of them, in the order they are needed (run in a
+    thread while this one waits on git: preflight's questions, the snapshot, the updater).
+    Safe: the package has no import circles (tests/test_layout.py), so this thread and the
+    main one never wait on each other's module. A failure is left for the main thread's own
+    import to raise, where it is reported."""
+    with contextlib.suppress(Exception):
+        # Unused on purpose (the import is the point); set_aside first, being needed first.
+        from patchkeeper.update import set_aside, upstream  # noqa: F401, I001
+        from patchkeeper.update import checks, finish, left_behind, reapply, restore  # noqa: F401
