@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,9 @@ from patchkeeper.install import git
 
 FILE, EXECUTABLE, SYMLINK = "100644", "100755", "120000"
 _GITLINK = "160000"
+# One path of a raw tree diff: (path, old mode, new mode, old blob, new blob); an absent
+# side has mode 000000 and the all-zero id, as `git diff-tree --raw` says it.
+Listed = tuple[str, str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,34 @@ def _same_as_git_sees(repo: Path, paths: list[str], shas: list[str]) -> bool:
     return proc.returncode == 0 and proc.stdout.decode().split() == shas
 
 
+def list_tree_diff(
+    repo: Path,
+    old_tree: str,
+    new_tree: str,
+    paths: Iterable[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+) -> list[Listed]:
+    """Each path where OLD_TREE and NEW_TREE differ (limited to PATHS when given), in git's
+    order: one `git diff-tree -r`, no renames."""
+    limit = ["--", *paths] if paths else []
+    args = ["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree, *limit]
+    fields = git.run(args, repo, env=env).stdout.split(b"\0")
+    listed: list[Listed] = []
+    for header, name in zip(fields[0::2], fields[1::2], strict=False):
+        if header.startswith(b":"):
+            old_mode, new_mode, old_sha, new_sha, _ = header[1:].decode().split(" ")
+            path = name.decode(errors="surrogateescape")
+            listed.append((path, old_mode, new_mode, old_sha, new_sha))
+    return listed
+
+
+def reversed_diff(listed: Sequence[Listed]) -> list[Listed]:
+    """LISTED from the other side: the diff of the same two trees, NEW to OLD (the same
+    paths, in the same order: git orders a diff by path, whichever side it starts from)."""
+    return [(path, new_mode, old_mode, new, old) for path, old_mode, new_mode, old, new in listed]
+
+
 def changes_between(
     repo: Path,
     old_tree: str,
@@ -101,20 +132,15 @@ def changes_between(
     paths: Iterable[str] = (),
     *,
     env: Mapping[str, str] | None = None,
+    listed: Sequence[Listed] | None = None,
 ) -> list[Change]:
     """What turning the work tree from OLD_TREE into NEW_TREE changes, path by path (limited
-    to PATHS when given); the old side is read from disk and must be OLD_TREE's."""
-    limit = ["--", *paths] if paths else []
-    args = ["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree, *limit]
-    fields = git.run(args, repo, env=env).stdout.split(b"\0")
-    listed: list[tuple[str, str, str, str, str]] = []
-    for header, name in zip(fields[0::2], fields[1::2], strict=False):
-        if not header.startswith(b":"):
-            continue
-        old_mode, new_mode, old_sha, new_sha, _ = header[1:].decode().split(" ")
-        if _GITLINK in (old_mode, new_mode):
-            continue  # a submodule is not a file of this tree
-        listed.append((name.decode(errors="surrogateescape"), old_mode, new_mode, old_sha, new_sha))
+    to PATHS when given); the old side is read from disk and must be OLD_TREE's. LISTED: the
+    two trees' diff (`list_tree_diff`), when the caller has it already (no git process)."""
+    if listed is None:
+        listed = list_tree_diff(repo, old_tree, new_tree, paths, env=env)
+    # A submodule is not a file of this tree.
+    listed = [entry for entry in listed if _GITLINK not in entry[1:3]]
     news = _blobs(repo, [new for *_, new in listed if set(new) != {"0"}], env)
     changes, mismatched = [], []
     for path, old_mode, new_mode, old_sha, new_sha in listed:

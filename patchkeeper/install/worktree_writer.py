@@ -33,12 +33,12 @@ size of the tree.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.path_writer import put_all
-from patchkeeper.install.tree_changes import changes_between
+from patchkeeper.install.tree_changes import Listed, changes_between
 from patchkeeper.install.tree_write_journal import clear_journal, save_journal
 from patchkeeper.install.trees import MergePreview, changed_paths
 from patchkeeper.model.errors import EnvironmentProblem
@@ -53,10 +53,12 @@ def write_trees(
     paths: Iterable[str] = (),
     *,
     env: Mapping[str, str] | None = None,
+    listed: Sequence[Listed] | None = None,
 ) -> list[str]:
     """Turn the work tree at ROOT from OLD_TREE into NEW_TREE (see the module docstring);
-    ENV reads the trees (a scratch index's private objects). Returns the paths written."""
-    changes = changes_between(root, old_tree, new_tree, paths, env=env)
+    ENV reads the trees (a scratch index's private objects); LISTED is their diff when the
+    caller has it (`tree_changes.list_tree_diff`). Returns the paths written."""
+    changes = changes_between(root, old_tree, new_tree, paths, env=env, listed=listed)
     if not changes:
         return []
     write_id = os.urandom(6).hex()

@@ -19,6 +19,7 @@ from patchkeeper.install.state import (
     save_applied,
     written_diff,
 )
+from patchkeeper.install.tree_changes import list_tree_diff, reversed_diff
 from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.update.context import RunContext
@@ -40,21 +41,21 @@ def set_aside(ctx: RunContext) -> str:
     head_tree, index_dirty = head_tree_of(), index_check()
     if snapshot == head_tree and not records and index_dirty.returncode == 0:
         return "the tree is clean: nothing to set aside"
+    # Where the snapshot is not HEAD's tree: one diff tells what the records made of each
+    # path, and, read from the other side, what the tree write below changes.
+    listed = list_tree_diff(repo, head_tree, snapshot)
     _backup_state(ctx)
     _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
     jr.checkpoint("3.1")
-    edits_tree, differing = _strip_patches(ctx, snapshot, head_tree, records)
+    edits_tree = _strip_patches(ctx, snapshot, head_tree, records, tree_changes(listed))
     if edits_tree != head_tree:
         message = f"patchkeeper: your edits, set aside by update {ctx.journal.id}"
         _keep(ctx, "edits", edits_tree, message)
     jr.checkpoint("3.2")
     save_applied(ctx.state_dir, {}, {})
     jr.checkpoint("3.3")
-    # Only where the snapshot may differ from HEAD, when that is known: no whole-tree diff.
-    literal = {"GIT_LITERAL_PATHSPECS": "1"}
-    write_trees(
-        repo, ctx.state_dir, "update (set-aside)", snapshot, head_tree, differing, env=literal
-    )
+    back_to_head = reversed_diff(listed)  # no second tree diff
+    write_trees(repo, ctx.state_dir, "update (set-aside)", snapshot, head_tree, listed=back_to_head)
     jr.checkpoint("3.4")
     if index_dirty.returncode != 0 or not plain_index(ctx.install.git_dir / "index"):
         git.run(["reset", "-q"], ctx.install.path)  # else the index is HEAD's already
@@ -95,24 +96,26 @@ def _backup_state(ctx: RunContext) -> None:
 
 
 def _strip_patches(
-    ctx: RunContext, snapshot: str, head_tree: str, records: dict
-) -> tuple[str, list[str]]:
-    """The snapshot without what patchkeeper wrote (latest first); drifted content stays. And
-    the paths outside which the snapshot is HEAD's tree, when that is known (else none)."""
+    ctx: RunContext,
+    snapshot: str,
+    head_tree: str,
+    records: dict,
+    changed: dict[str, tuple[Entry, Entry]],
+) -> str:
+    """The snapshot without what patchkeeper wrote (latest first); drifted content stays.
+    CHANGED: the snapshot's entries where it is not HEAD's tree."""
     order = [p.name for p in ctx.ws.patch_set.patches]
     order += sorted(set(records) - set(order))
     not_reversed: dict[str, set[str]] = {}
     names = [name for name in reversed(order) if name in records]
     diffs = {name: written_diff(ctx.state_dir, records[name]) for name in names}
     if not names:
-        return snapshot, []  # nothing of patchkeeper's to take out
+        return snapshot  # nothing of patchkeeper's to take out
     written = all(records[name].outcome in oc.WRITES for name in names)
     sections = [section for name in names for section in split_hunks(diffs[name])]
-    changed = tree_changes(ctx.install.path, head_tree, snapshot)
     yours = modes_of_yours(sections, changed)
     if not yours and _only_patches(ctx, snapshot, head_tree, sections, diffs, changed, written):
-        # The snapshot differs from HEAD on the records' paths alone.
-        return head_tree, sorted({path for path, _, _ in sections})
+        return head_tree  # the snapshot differs from HEAD on the records' paths alone
     with scratch_index(ctx.install.path) as index:
         index.read_tree(snapshot)
         # All in one `git apply` (latest first); one by one only when that fails.
@@ -138,7 +141,7 @@ def _strip_patches(
             )
         else:
             ctx.report.notes.append(f"{name} was recorded but is no longer in the tree")
-    return edits_tree, []
+    return edits_tree
 
 
 def _only_patches(

@@ -3,24 +3,21 @@ changed path, and whether each is exactly what a recorded diff made of HEAD's en
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Sequence
 
-from patchkeeper.install import git
+from patchkeeper.install.tree_changes import Listed
 
 Entry = tuple[str, str] | None  # (mode, blob) of a path in a tree, None where it is absent
 _FILE_MODES = {"100644", "100755"}
 
 
-def tree_changes(repo: Path, old: str, new: str) -> dict[str, tuple[Entry, Entry]]:
-    """Each path that differs between trees OLD and NEW, with its entry on either side."""
-    fields = git.run(["diff-tree", "-r", "-z", "--no-renames", old, new], repo).stdout.split(b"\0")
-    changes: dict[str, tuple[Entry, Entry]] = {}
-    for header, name in zip(fields[0::2], fields[1::2], strict=False):
-        if header.startswith(b":"):
-            old_mode, new_mode, old_sha, new_sha, _ = header[1:].decode().split(" ")
-            path = name.decode(errors="surrogateescape")
-            changes[path] = (_entry(old_mode, old_sha), _entry(new_mode, new_sha))
-    return changes
+def tree_changes(listed: Sequence[Listed]) -> dict[str, tuple[Entry, Entry]]:
+    """Each path of LISTED (two trees' diff: tree_changes.list_tree_diff), with its entry on
+    either side."""
+    return {
+        path: (_entry(old_mode, old_sha), _entry(new_mode, new_sha))
+        for path, old_mode, new_mode, old_sha, new_sha in listed
+    }
 
 
 def _entry(mode: str, sha: str) -> Entry:
