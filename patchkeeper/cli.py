@@ -13,7 +13,9 @@ code it would have had. An update is never cut short half-way because a pipe clo
 
 from __future__ import annotations
 
+import atexit
 import functools
+import gc
 import importlib
 import io
 import os
@@ -229,8 +231,20 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _no_collections_on_the_way_out() -> None:
+    """Freeze every object at exit (the last exit hook), so that the interpreter's shutdown
+    does not walk them all again in its closing garbage collections: 20 ms of an update's run,
+    after its report is out. The exit hooks themselves (weakref finalizers: the scratch
+    folders) run as ever, and stdout and stderr are still flushed; what is skipped is freeing
+    reference cycles, whose memory goes back with the process. Registered once however many
+    times `main` runs in one process."""
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+
+
 def main() -> None:
     _survive_closed_pipes()
+    _no_collections_on_the_way_out()
     if sys.argv[1:] == ["--version"]:  # what click's version option prints, without click
         try:
             sys.stdout.write(f"patchkeeper, version {__version__}\n")
