@@ -60,9 +60,10 @@ def classify_worktree(
     patch_set: PatchSet,
     *,
     was_in_place: Collection[str] = (),
-) -> tuple[VersionInfo, Classification, dict[str, AppliedRecord]]:
-    """Classify the work tree. WAS_IN_PLACE names patches in place before an update set them
-    aside (the install's records count too): one of them that expired is never quiet."""
+) -> tuple[VersionInfo, str | None, Classification, dict[str, AppliedRecord]]:
+    """Classify the work tree: the version, HEAD, the classification and the records it was
+    made with. WAS_IN_PLACE names patches in place before an update set them aside (the
+    install's records count too): one of them that expired is never quiet."""
     check_symlinks(install, patch_set)
     version = install_version(install, settings)
     records, recorded = _recorded(install)
@@ -100,7 +101,7 @@ def classify_worktree(
         if result.name in moved:
             base = records[result.name].base[:12]
             result.notes.append(f"recorded on {base}; HEAD has moved since: judged afresh")
-    return version, classification, records
+    return version, head, classification, records
 
 
 def head_is_upstream(repo: Path) -> bool:
@@ -147,10 +148,10 @@ def apply_patches(
 ) -> TreeReport:
     """Write every patch that applies in one step and record it (WAS_IN_PLACE: see
     `classify_worktree`)."""
-    version, classification, records = classify_worktree(
+    version, head_now, classification, records = classify_worktree(
         install, settings, patch_set, was_in_place=was_in_place
     )
-    head = install.head() or ""
+    head = head_now or ""
     start, final, index = classification.start_tree, classification.final_tree, classification.index
     if start and final and index is not None and start != final:
         _write(install, "apply", index, start, final)
@@ -188,8 +189,8 @@ def apply_patches(
 
 
 def worktree_status(install: Install, settings: Settings, patch_set: PatchSet) -> TreeReport:
-    version, classification, _ = classify_worktree(install, settings, patch_set)
-    report = TreeReport(install, install.head(), version, classification.results)
+    version, head, classification, _ = classify_worktree(install, settings, patch_set)
+    report = TreeReport(install, head, version, classification.results)
     for result in report.results:
         if result.outcome in oc.WRITES:
             # Not in place: said as such, never with the word of a patch that was written.

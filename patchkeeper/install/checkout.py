@@ -68,15 +68,17 @@ def open_install(path: Path) -> Install:
     return Install(path=top, git_dir=Path(answers[1]).resolve())
 
 
-def operation_in_progress(install: Install) -> str | None:
-    """What unfinished git operation (or unmerged paths) the install is in, if any."""
+def operation_in_progress(install: Install, unmerged: list[str] | None = None) -> str | None:
+    """What unfinished git operation (or unmerged paths) the install is in, if any. UNMERGED:
+    the unmerged paths (sorted), when the caller has just asked (else git is asked)."""
     for name, what in _IN_PROGRESS.items():
         if (install.git_dir / name).exists():
             return f"the install is in the middle of {what} ({install.git_dir / name})"
-    unmerged = git.out(["ls-files", "-u", "--", "."], install.path)
+    if unmerged is None:
+        listed = git.out(["ls-files", "-u", "--", "."], install.path)
+        unmerged = [line.split("\t", 1)[-1] for line in listed.splitlines()]
     if unmerged:
-        first = unmerged.splitlines()[0].split("\t", 1)[-1]
-        return f"the install has unmerged paths ({first})"
+        return f"the install has unmerged paths ({unmerged[0]})"
     return None
 
 

@@ -306,8 +306,10 @@ def find_leftovers(
     *,
     new_stashes: set[str] = frozenset(),  # type: ignore[assignment]
     exclude_run: str | None = None,
+    unmerged: bool = True,
 ) -> list[Leftover]:
-    """Everything left behind now, each classified by content.
+    """Everything left behind now, each classified by content; UNMERGED False: the caller
+    refused unmerged paths a moment ago (`refuse_if_busy_with_git`), so git is not asked.
 
     The refs of an unfinished update are not leftovers: `recover` finishes or undoes that run.
     """
@@ -319,7 +321,7 @@ def find_leftovers(
     for leftover in found:
         classify_content(install.path, leftover, patch_set)
     _note_parked_receipts(install, found)
-    return found + _unmerged_leftover(install)
+    return found + (_unmerged_leftover(install) if unmerged else [])
 
 
 def run_leftovers(install: Install, patch_set: PatchSet, run_id: str) -> list[Leftover]:

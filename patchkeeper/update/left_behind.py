@@ -58,7 +58,14 @@ def blocked(ctx: RunContext) -> tuple[str, str] | None:
             f"removed {lock}: no live process holds it (the updater's process group has "
             "ended and no git works in the install)"
         )
-    operation = operation_in_progress(ctx.install)
+    # Phase 5 has just listed the unmerged paths among the leftovers: not asked again.
+    unmerged = [
+        path
+        for action in ctx.report.leftovers
+        if action.leftover.kind == lo.UNMERGED
+        for path in action.leftover.files
+    ]
+    operation = operation_in_progress(ctx.install, unmerged)
     if operation is None:
         return None
     if ctx.install.head() == ctx.journal.old_head:
@@ -70,14 +77,17 @@ def blocked(ctx: RunContext) -> tuple[str, str] | None:
 def not_done(ctx: RunContext) -> str:
     """Why the update asked for did not happen (or not all of it), or "" when it did."""
     journal = ctx.journal
-    unmoved = ctx.install.head() == journal.old_head
+
+    def unmoved() -> bool:  # asked of git only where it matters (not after a clean run)
+        return ctx.install.head() == journal.old_head
+
     if journal.upstream_ok is False:
         said = journal.extra.get("upstream_said") or f"exit {journal.upstream_exit}"
         return f"the upstream command failed ({said})"
     if journal.upstream_ok is None:  # patchkeeper died while the upstream command ran
-        return "the upstream command was interrupted before it finished" if unmoved else ""
+        return "the upstream command was interrupted before it finished" if unmoved() else ""
     left = journal.extra.get("left_unfinished")
-    if left and unmoved:
+    if left and unmoved():
         return f"the upstream command left this unfinished, and it was given up: {left}"
     return ""
 
