@@ -222,3 +222,22 @@ def test_origin_is_asked_for_release_tags_only_when_the_version_needs_them(
     asked = traced(trace, "ls-remote --tags origin 'refs/tags/v*'")
     assert asked == (1 if case == "branch-only" else 0)
     assert git(install, "tag", "--list", "v1.2.0") == ("" if case == "version-file" else "v1.2.0")
+
+
+def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
+    """patchkeeper's own git processes in an update whose patches alone were in the tree
+    (the updater runs without GIT_TRACE, so the trace holds ours alone): HEAD is read twice
+    (the run's start, the apply), unmerged paths listed twice (the lock's refusal, phase 5's
+    leftovers), and the set-aside diffs two whole trees once."""
+    _, install, patches = setup(tmp_path)
+    config = patches / "patchkeeper.toml"
+    config.write_text(config.read_text().replace('["git",', '["env", "-u", "GIT_TRACE", "git",'))
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    trace = tmp_path / "trace"
+    proc = pk("update", "--install", install, "--patches", patches, env={"GIT_TRACE": str(trace)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    commands = re.findall(r"trace: built-in: git (.*)$", trace.read_text(), re.MULTILINE)
+    assert sum(c == "rev-parse -q --verify 'HEAD^{commit}'" for c in commands) == 2, commands
+    assert sum(c.startswith("ls-files -u") for c in commands) == 2, commands
+    assert sum(c.startswith("diff-tree") for c in commands) == 1 + 1, commands  # + the apply's
+    assert len(commands) <= 27, commands  # 32 before these were asked once
