@@ -241,3 +241,19 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     assert sum(c.startswith("ls-files -u") for c in commands) == 2, commands
     assert sum(c.startswith("diff-tree") for c in commands) == 1 + 1, commands  # + the apply's
     assert len(commands) <= 27, commands  # 32 before these were asked once
+
+
+def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None:
+    """Importing `update` (all an update needs up to the updater) loads neither the classifier
+    nor the smoke checks: phases 5-10's modules load while the updater runs (update/run.py)."""
+    code = (
+        "import sys\nimport patchkeeper.commands.update\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(proc.stdout.split())
+    assert "patchkeeper.update.set_aside" in modules
+    later = {"patchkeeper.engine.patching", "patchkeeper.engine.classify",
+             "patchkeeper.proof.smoke.for_patches", "patchkeeper.update.reapply",
+             "patchkeeper.update.restore", "patchkeeper.update.checks"}  # fmt: skip
+    assert not later & modules

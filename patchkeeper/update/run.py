@@ -13,9 +13,9 @@ Phases: 1 preflight, 2 preview, 3 set-aside, 4 upstream, 5 leftovers, 6 apply, 7
 Each phase is a function of the run's context (context.py) in a module of its own; this one
 records each in the journal before it starts and chooses which comes next.
 
-The modules of phases 3-10 are imported when those phases start, not with this one: an update
-loads them ahead (`_load_ahead`, in a thread) while this thread only waits on git, so they
-cost no time of the run's own.
+The modules of phases 5-10 are imported when those phases start, not with this one: an update
+loads them while the updater runs (`_load_later_phases`, in a thread, while this one only
+waits for the updater), so they cost none of the run's own time.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from patchkeeper.install.workspace import Workspace
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import PatchkeeperError
+from patchkeeper.update import set_aside, upstream
 from patchkeeper.update.context import RunContext, UpdateOptions, retry_command
 from patchkeeper.update.preflight import preflight, preview
 from patchkeeper.update.report import PhaseRecord, SmokeReport, UpdateReport
@@ -187,7 +188,6 @@ def start_journal(workspace: Workspace) -> jr.Journal:
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
     """The whole update. The caller holds the install through `locked_for_writing`, whose
     refusals (git busy, an unfinished update) came before anything changed."""
-    threading.Thread(target=_load_ahead, daemon=True).start()
     journal = start_journal(workspace)
     journal.extra["retry"] = retry_command(workspace, options)
     run = UpdateRun(workspace, lock, options, journal)
@@ -209,20 +209,17 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
         run.phase(10, lambda _: "stopped before touching anything")
         finish.finish(run.ctx)
         return run.ctx.report
-    from patchkeeper.update import set_aside, upstream
-
     run.phase(3, set_aside.set_aside)
+    threading.Thread(target=_load_later_phases, daemon=True).start()
     run.phase(4, upstream.upstream)
     return run.complete()
 
 
-def _load_ahead() -> None:
-    """Import the modules of phases 3-10 ahead of them, in the order they are needed (run in a
-    thread while this one waits on git: preflight's questions, the snapshot, the updater).
-    Safe: the package has no import circles (tests/test_layout.py), so this thread and the
-    main one never wait on each other's module. A failure is left for the main thread's own
-    import to raise, where it is reported."""
+def _load_later_phases() -> None:
+    """Import the modules phases 5-10 use, ahead of them: run in a thread while the updater
+    runs (the main thread only waits for it then, and the updater leaves a processor free).
+    Safe: the package has no import circles (tests/test_layout.py), so the two threads can
+    never each hold a module the other waits for; at worst the main one waits for an import
+    under way. A failure is left for the main thread's own import, in `complete`, to raise."""
     with contextlib.suppress(Exception):
-        # Unused on purpose (the import is the point); set_aside first, being needed first.
-        from patchkeeper.update import set_aside, upstream  # noqa: F401, I001
         from patchkeeper.update import checks, finish, left_behind, reapply, restore  # noqa: F401
