@@ -41,12 +41,14 @@ def set_aside(ctx: RunContext) -> str:
     head_tree, index_dirty = head_tree_of(), index_check()
     if snapshot == head_tree and not records and index_dirty.returncode == 0:
         return "the tree is clean: nothing to set aside"
-    # Where the snapshot is not HEAD's tree: one diff tells what the records made of each
-    # path, and, read from the other side, what the tree write below changes.
-    listed = list_tree_diff(repo, head_tree, snapshot)
+    # Where the snapshot is not HEAD's tree (asked while the snapshot is kept): one diff tells
+    # what the records made of each path, and, read from the other side, what the tree write
+    # below changes.
+    listed_of = _meanwhile(list_tree_diff, repo, head_tree, snapshot)
     _backup_state(ctx)
     _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
     jr.checkpoint("3.1")
+    listed = listed_of()
     edits_tree = _strip_patches(ctx, snapshot, head_tree, records, tree_changes(listed))
     if edits_tree != head_tree:
         message = f"patchkeeper: your edits, set aside by update {ctx.journal.id}"
