@@ -94,9 +94,8 @@ def _group() -> click.Group:
                 if exc.name == qualified:  # a command not shipped in this build
                     return None
                 raise
-            finally:  # the start-up's imports are done (see `main`): they stay, unwalked
-                gc.freeze()
-                gc.enable()
+            finally:
+                _start_up_loaded()
             return module.command
 
         def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -234,6 +233,27 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+_COLLECTION_PAUSED: list[bool] = []
+
+
+def _start_up_loading() -> None:
+    """No garbage collection while click and the command's modules load, the first time in
+    this process: what they make lives as long as the process, and the collections their
+    allocations would set off walk it for nothing (5 ms of an update). `_start_up_loaded`,
+    once the command is imported, freezes all there is then (never walked again) and turns
+    collection back on for what the command makes."""
+    if "click" not in sys.modules and gc.isenabled():  # a second `main` in one process: no
+        gc.disable()
+        _COLLECTION_PAUSED.append(True)
+
+
+def _start_up_loaded() -> None:
+    if _COLLECTION_PAUSED:
+        _COLLECTION_PAUSED.clear()
+        gc.freeze()
+        gc.enable()
+
+
 def _no_collections_on_the_way_out() -> None:
     """Freeze every object at exit (the last exit hook), so that the interpreter's shutdown
     does not walk them all again in its closing garbage collections: 20 ms of an update's run,
@@ -255,11 +275,7 @@ def main() -> None:
         except Exception as exc:  # stdout on a full disk, say: as for any command
             _fail_unexpected(exc)
         sys.exit(0)
-    # No garbage collection while click and the command's modules load: what they make lives
-    # as long as the process, and the collections their allocations would set off walk it for
-    # nothing (5 ms of an update). Once the command is imported (`get_command`), all there is
-    # is frozen (never walked again) and collection is back on for what the command makes.
-    gc.disable()
+    _start_up_loading()
     import click
 
     try:
