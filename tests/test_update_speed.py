@@ -96,11 +96,11 @@ def test_patches_alone_come_out_without_a_whole_tree_index(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not [line for line in trace.read_text().splitlines() if "git read-tree" in line]
     assert traced(trace, "apply --cached -v --reverse") == 0
-    # One diff of two whole trees finds what changed; the tree write reads those paths alone.
+    # One diff of two whole trees finds what changed; the tree write reuses it (no other).
     set_aside = trace.read_text().split("built-in: git pull", 1)[0].splitlines()
     tree_diff = re.compile(r"built-in: git (diff-tree|diff --name-only) ")
     diffs = [line for line in set_aside if tree_diff.search(line)]
-    assert len([line for line in diffs if " -- " not in line]) == 1, diffs
+    assert len(diffs) == 1 and " -- " not in diffs[0], diffs
     assert git(install, "for-each-ref", "refs/patchkeeper/") == ""  # no edits ref was needed
     assert all("fixed" in (install / f"f{n}.py").read_text() for n in range(3))
 
