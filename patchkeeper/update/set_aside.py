@@ -4,13 +4,11 @@ user's own edits in an `edits` ref, and leave a clean checkout for the updater."
 from __future__ import annotations
 
 import shutil
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install import git, trees
 from patchkeeper.install import journal as jr
+from patchkeeper.install.meanwhile import meanwhile
 from patchkeeper.install.scratch import plain_index, scratch_index
 from patchkeeper.install.state import (
     APPLIED_FILE,
@@ -26,16 +24,14 @@ from patchkeeper.update.context import RunContext
 from patchkeeper.update.rollback import STATE_BACKUP
 from patchkeeper.update.tree_facts import Entry, modes_of_yours, tree_changes, written_exactly
 
-T = TypeVar("T")
-
 
 def set_aside(ctx: RunContext) -> str:
     """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
     head, repo = ctx.journal.old_head, ctx.install.path
     # Asked while the work tree is read (neither writes the index the snapshot is read
     # into): HEAD's tree, and whether the install's index holds what HEAD does not.
-    head_tree_of = _meanwhile(trees.tree_of, repo, head)
-    index_check = _meanwhile(git.run, ["diff", "--cached", "--quiet"], repo, check=False)
+    head_tree_of = meanwhile(trees.tree_of, repo, head)
+    index_check = meanwhile(git.run, ["diff", "--cached", "--quiet"], repo, check=False)
     records = load_applied(ctx.state_dir)
     snapshot = trees.worktree_tree(ctx.install, _recorded_paths(ctx, records))
     head_tree, index_dirty = head_tree_of(), index_check()
@@ -44,7 +40,7 @@ def set_aside(ctx: RunContext) -> str:
     # Where the snapshot is not HEAD's tree (asked while the snapshot is kept): one diff tells
     # what the records made of each path, and, read from the other side, what the tree write
     # below changes.
-    listed_of = _meanwhile(list_tree_diff, repo, head_tree, snapshot)
+    listed_of = meanwhile(list_tree_diff, repo, head_tree, snapshot)
     _backup_state(ctx)
     _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
     jr.checkpoint("3.1")
@@ -171,27 +167,3 @@ def _only_patches(
         index.load_ref(snapshot, paths)
         whole = b"".join(diffs.values())
         return index.apply(whole, "--reverse").returncode == 0 and index.same_as(head_tree, paths)
-
-
-def _meanwhile(work: Callable[..., T], *args: Any, **kwargs: Any) -> Callable[[], T]:
-    """Start WORK (a git process, say) in a thread; the function returned waits for its
-    answer and gives it back, or raises what it raised."""
-    outcome: list[tuple[bool, Any]] = []
-
-    def run() -> None:
-        try:
-            outcome.append((True, work(*args, **kwargs)))
-        except BaseException as exc:  # handed to whoever waits for the answer
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-
-    def answer() -> T:
-        thread.join()
-        done, value = outcome[0]
-        if not done:
-            raise value
-        return value
-
-    return answer
