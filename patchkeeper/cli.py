@@ -241,7 +241,8 @@ def _start_up_loading() -> None:
     this process: what they make lives as long as the process, and the collections their
     allocations would set off walk it for nothing (5 ms of an update). `_start_up_loaded`,
     once the command is imported, freezes all there is then (never walked again) and turns
-    collection back on for what the command makes."""
+    collection back on for what the command makes; `main` ends the pause too, however it
+    ends (no command module loads for `--help` or a usage error)."""
     if "click" not in sys.modules and gc.isenabled():  # a second `main` in one process: no
         gc.disable()
         _COLLECTION_PAUSED.append(True)
@@ -291,6 +292,8 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except Exception as exc:
         _fail_unexpected(exc)
+    finally:  # also where no command module loaded (`--help`, a usage error)
+        _start_up_loaded()
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -43,3 +43,26 @@ def test_every_command_has_help_with_an_example(name: str) -> None:
 def test_an_unknown_command_is_a_usage_error() -> None:
     proc = run_cli("upgrade")
     assert proc.returncode == 2 and "No such command 'upgrade'" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["--help"], [], ["upgrade"], ["--bogus"], ["status", "--bogus"], ["status", "--help"]]
+)
+def test_collection_is_back_on_after_main_whichever_way_it_ends(args: list[str]) -> None:
+    """The start-up's pause of garbage collection (click and the command loading) ends
+    however `main` ends, also where no command module is imported (`--help`, a usage error):
+    an in-process caller's first `main` must not leave its process without collection."""
+    code = (
+        "import contextlib, gc, io, sys\n"
+        f"sys.argv = ['patchkeeper', *{args!r}]\n"
+        "from patchkeeper.cli import main\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        with contextlib.redirect_stderr(io.StringIO()):\n"
+        "            main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(gc.isenabled())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.split() == ["True"], proc.stderr
