@@ -626,6 +626,64 @@ git("merge", "-q", "--ff-only", "origin/main")
     assert git(w.install, "stash", "list") == ""
 
 
+def _entries(root: Path, names: list[bytes]) -> dict[bytes, tuple[str, bytes] | None]:
+    """Each of NAMES under ROOT as the disk has it: a symlink's target, a file's mode and bytes."""
+    found: dict[bytes, tuple[str, bytes] | None] = {}
+    for name in names:
+        path = os.fsencode(root) + b"/" + name
+        if os.path.islink(path):
+            found[name] = ("link", os.fsencode(os.readlink(path)))
+        elif os.path.isfile(path):
+            mode = "x" if os.stat(path).st_mode & 0o100 else "f"
+            with open(path, "rb") as handle:
+                found[name] = (mode, handle.read())
+        else:
+            found[name] = None
+    return found
+
+
+def test_every_kind_of_edit_is_set_aside_for_the_updater_and_back_after_it(world: World) -> None:
+    """The set-aside writes the snapshot back to HEAD's tree from the one diff of the two, read
+    from the other side (tree_changes.reversed_diff), and the restore brings each edit back:
+    a mode change, a file made a symlink and a symlink made a file, a deletion, new files (a
+    space and a byte that is not UTF-8 in their names) and a new symlink. The updater sees a
+    clean tree; afterwards every edit is as it was and the update is exit 0."""
+    w = world
+    (w.upstream / "link.py").symlink_to("app.py")
+    commit_files(w.upstream, {}, "a symlink")
+    git(w.install, "pull", "-q", "--ff-only")
+    assert pk(w, "apply").returncode == 0
+    root = w.install
+    (root / "lib/mod_004.py").chmod(0o755)
+    (root / "lib/mod_005.py").unlink()
+    (root / "lib/mod_005.py").symlink_to("mod_004.py")
+    (root / "link.py").unlink()
+    (root / "link.py").write_text("a file now\n")
+    (root / "lib/mod_007.py").unlink()
+    (root / "new notes.txt").write_text("spaces\n")
+    with open(os.fsencode(root) + b"/caf\xe9.txt", "wb") as handle:
+        handle.write(b"a latin-1 name\n")
+    (root / "lib/to-app").symlink_to("../app.py")
+    names = [b"lib/mod_004.py", b"lib/mod_005.py", b"link.py", b"lib/mod_007.py",
+             b"new notes.txt", b"caf\xe9.txt", b"lib/to-app"]  # fmt: skip
+    before = _entries(root, names)
+    release_2(w)  # leaves these paths alone
+    seen = w.root / "seen-by-updater"
+    w.set_updater(
+        f"""
+status = subprocess.run(["git", "status", "--porcelain", "-z", "--untracked-files=all"],
+                        capture_output=True, check=True)
+open({str(seen)!r}, "wb").write(status.stdout)
+"""
+        + GOOD_UPDATER
+    )
+    code, doc = pk_json(w, "update")
+    assert code == 0, (doc["attention"], doc["notes"])
+    assert seen.read_bytes() == b""
+    assert w.head() == w.tip() and "line 10 fixed" in (root / "app.py").read_text()
+    assert _entries(root, names) == before
+
+
 # ---------------------------------------------------------------- 11: --preview of a stale ref
 
 
