@@ -280,6 +280,32 @@ def test_an_updater_that_leaves_a_merge_that_is_aborted_did_not_update(world: Wo
     assert code == 5 and any("did not happen" in note for note in status["notes"])
 
 
+def test_an_updater_that_leaves_unmerged_paths_but_no_merge_stops_before_the_apply(
+    world: World,
+) -> None:
+    """HEAD moved, then a stash pop of the updater's own conflicted: unmerged paths, and no
+    MERGE_HEAD or rebase folder to tell. Phase 5 lists them, and the run stops there (blocked
+    takes them from that list, asking git no more): nothing is written into the conflict."""
+    w = world
+    applied_with_edits(w)
+    release_2(w)  # changes lib/mod_003.py
+    w.set_updater(
+        """
+open("lib/mod_003.py", "w").write("VALUE = 'updater'\\n")
+git("stash", "push", "-q")
+git("fetch", "-q", "origin")
+git("merge", "-q", "--ff-only", "origin/main")
+git("stash", "pop", check=False)
+"""
+    )
+    code, doc = pk_json(w, "update")
+    assert code == 5 and doc["finished"] is False and w.head() == w.tip()
+    assert any("unmerged paths (lib/mod_003.py)" in item for item in doc["attention"])
+    assert [p["status"] for p in doc["phases"]][5:] == ["skipped"] * 5
+    assert "line 10 fixed" not in (w.install / "app.py").read_text()  # nothing written
+    assert git(w.install, "ls-files", "-u")  # the conflict is left to git
+
+
 # ---------------------------------------------------------------- 4: the interpreter
 
 
