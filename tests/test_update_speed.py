@@ -260,12 +260,6 @@ def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None
     assert not later & modules
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the later phases' modules load only once the updater has started (update/run.py): "
-    "one that cannot load now fails the run after HEAD moved and the patches came out; "
-    "before they loaded with the command and the run was refused with nothing changed",
-)
 def test_a_later_phase_that_cannot_load_fails_the_update_before_anything_changes(
     tmp_path: Path,
 ) -> None:

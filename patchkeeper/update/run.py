@@ -14,16 +14,14 @@ Each phase is a function of the run's context (context.py) in a module of its ow
 records each in the journal before it starts and chooses which comes next.
 
 The modules of phases 5-10 are imported when those phases start, not with this one: an update
-loads them while the updater runs (`_load_later_phases`, in a thread, while this one only
-waits for the updater), so they cost none of the run's own time.
+loads them in a thread while phases 1 and 2 wait on git (`_load_later_phases`), and waits for
+them before phase 3, so a patchkeeper that cannot load them changes nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
-import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -31,6 +29,7 @@ from typing import TypeVar
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import install_version
 from patchkeeper.install.lock import InstallLock
+from patchkeeper.install.meanwhile import meanwhile
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import exitcodes, nextstep
@@ -188,6 +187,7 @@ def start_journal(workspace: Workspace) -> jr.Journal:
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
     """The whole update. The caller holds the install through `locked_for_writing`, whose
     refusals (git busy, an unfinished update) came before anything changed."""
+    later_phases = meanwhile(_load_later_phases)
     journal = start_journal(workspace)
     journal.extra["retry"] = retry_command(workspace, options)
     run = UpdateRun(workspace, lock, options, journal)
@@ -198,7 +198,8 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
             go_on = True
         else:
             go_on = not run.phase(2, preview, lambda previewed: previewed.detail).stop
-    except PatchkeeperError:  # nothing was changed yet: no journal to recover from
+        later_phases()  # a patchkeeper that cannot load them stops here, not half-way
+    except (PatchkeeperError, ImportError):  # nothing was changed yet: no journal to recover
         (workspace.install.state_dir / jr.JOURNAL_FILE).unlink(missing_ok=True)
         raise
     if not go_on:
@@ -210,16 +211,14 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
         finish.finish(run.ctx)
         return run.ctx.report
     run.phase(3, set_aside.set_aside)
-    threading.Thread(target=_load_later_phases, daemon=True).start()
     run.phase(4, upstream.upstream)
     return run.complete()
 
 
 def _load_later_phases() -> None:
-    """Import the modules phases 5-10 use, ahead of them: run in a thread while the updater
-    runs (the main thread only waits for it then, and the updater leaves a processor free).
-    Safe: the package has no import circles (tests/test_layout.py), so the two threads can
-    never each hold a module the other waits for; at worst the main one waits for an import
-    under way. A failure is left for the main thread's own import, in `complete`, to raise."""
-    with contextlib.suppress(Exception):
-        from patchkeeper.update import checks, finish, left_behind, reapply, restore  # noqa: F401
+    """Import the modules phases 5-10 use, in a thread beside phases 1 and 2 (mostly waits on
+    git), and waited for before phase 3 changes anything: a patchkeeper that cannot load one
+    (a half-done upgrade of it) refuses with the install as it was. Safe: the package has no
+    import circles (tests/test_layout.py), so the two threads can never each hold a module the
+    other waits for; at worst the main one waits for an import under way."""
+    from patchkeeper.update import checks, finish, left_behind, reapply, restore  # noqa: F401
