@@ -127,7 +127,7 @@ def test_a_stale_or_placeholder_stamp_is_passed_over_and_said(tmp_path: Path) ->
     install = release_install(tmp_path, upstream, "v2026.9.21")  # 0.21.4: the literal
     old = git(upstream, "rev-parse", "v2026.9.14").strip()
     stamp(install, baseVersion="0.21.5", commit=old)
-    code, doc = run_json(
+    _, doc = run_json(
         "status", "--install", install, "--patches", patch_set(tmp_path / "ps", upstream)
     )
     assert (doc["install"]["version"], doc["install"]["version_source"]) == ("0.21.4", "file")
@@ -166,7 +166,7 @@ def test_since_selects_by_release_and_names_the_unknown_ones(tmp_path: Path) -> 
     upstream = calver_upstream(tmp_path / "up")
     patches = patch_set(tmp_path / "ps", upstream)
     args = ("check", "--install", upstream, "--patches", patches, "--tags", "v2026.*")
-    code, doc = run_json(*args, "--since", "0.21.3")
+    _, doc = run_json(*args, "--since", "0.21.3")
     assert [(t["ref"], t["version"]) for t in doc["targets"]] == [
         ("v2026.9.14", "0.21.3"),
         ("v2026.9.21", "0.21.4"),
