@@ -117,8 +117,7 @@ def test_a_shallow_install_reads_its_version_from_the_untracked_stamp(tmp_path: 
     text = run_cli("status", "--install", install, "--patches", patches).stdout
     assert (
         f"version  0.21.5+3160.g{head[:7]} (from install-stamp.json: baseVersion 0.21.5, "
-        "distance 3160"
-        in text
+        "distance 3160" in text
     )
 
 
@@ -278,3 +277,41 @@ def test_a_version_file_that_is_a_fifo_never_blocks_status(tmp_path: Path) -> No
     assert doc["install"]["version_not_from"] == [
         "VERSION: cannot read: not a regular file (a FIFO)"
     ]
+
+
+HERMES_FILE_ONLY = '[install]\nversion_file = "hermes_cli/__init__.py"\n'
+
+
+def test_the_advice_names_the_real_cause_of_an_unknown_version(tmp_path: Path) -> None:
+    """0.21.5 with only the old version_file set: no "set version_file" (it is set), no
+    "fetch --tags" (a shallow install; its tags would be CalVer dates)."""
+    upstream = calver_upstream(tmp_path / "up")
+    install = release_install(tmp_path, upstream, "v2026.9.24")
+    patches = patch_set(tmp_path / "ps", upstream, HERMES_FILE_ONLY)
+    proc = run_cli("status", "--install", install, "--patches", patches)
+    assert proc.returncode != 0
+    config = patches / "patchkeeper.toml"
+    assert (
+        "note: fix is undecided: the install's version is unknown; hermes_cli/__init__.py holds "
+        "no version literal (Hermes 0.21.5+ keeps it in install-stamp.json): add an "
+        f"install-stamp source to {config}"
+    ) in proc.stdout
+    assert "fetch --tags" not in proc.stdout and "set [install] version_file" not in proc.stdout
+
+    stamped = patch_set(tmp_path / "ps2", upstream)  # the chain, but the stamp is missing
+    proc = run_cli("status", "--install", install, "--patches", stamped)
+    assert f"{install / STAMP} is missing: the upstream's installer or updater writes it" in (
+        proc.stdout
+    )
+
+
+def test_doctor_never_counts_an_undecided_fix_in_place(tmp_path: Path) -> None:
+    upstream = calver_upstream(tmp_path / "up")
+    install = release_install(tmp_path, upstream, "v2026.9.24")
+    patches_dir = patch_set(tmp_path / "ps", upstream, HERMES_FILE_ONLY)
+    code, doc = run_json("doctor", "--install", install, "--patches", patches_dir)
+    patches = next(f for f in doc["findings"] if f["name"] == "patches")
+    assert patches["summary"] == "0 of 1 in place, 1 undecided (the install's version is unknown)"
+    assert (patches["ok"], code != 0) == (False, True)
+    install_finding = next(f for f in doc["findings"] if f["name"] == "install")
+    assert "hermes_cli/__init__.py: no __version__ literal" in install_finding["summary"]

@@ -18,7 +18,7 @@ from patchkeeper.commands.common import (
 )
 from patchkeeper.install.workspace import locked_for_writing
 from patchkeeper.patchset.load import refuse_overlapping_variants
-from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines
+from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines, smoke_line
 from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.report import LeftoverAction, UpdateReport
 from patchkeeper.update.run import run_update
@@ -115,10 +115,7 @@ def render_update(report: UpdateReport) -> None:
             echo(f"      see your edit: {kept.show}")
         if report.restore.kept:
             echo(f"  merge them with conflict markers: {report.restore.command}")
-    echo(
-        f"smoke: {report.smoke.status.replace('-', ' ')}"
-        + (f" ({report.smoke.detail})" if report.smoke.detail else "")
-    )
+    echo(smoke_line(report.smoke.status, report.smoke.detail, report.patch_results))
     for post in report.post:
         echo(f"post: {' '.join(post.command)}: {post.describe()}")
     for note in report.notes:
