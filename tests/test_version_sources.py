@@ -174,7 +174,8 @@ def test_since_selects_by_release_and_names_the_unknown_ones(tmp_path: Path) -> 
     assert doc["selection"]["unknown_release"] == ["v2026.9.11", "v2026.9.30"]
     text = run_cli(*args, "--since", "0.21.3").stdout
     assert "not judged: v2026.9.30: a tag [tags] does not list (its release is unknown)" in text
-    assert "version of v2026.9.14: 0.21.3 (from hermes_cli/__init__.py: 0.21.3" in text
+    sources = "hermes_cli/__init__.py for v2026.9.14, v2026.9.21; git describe for v2026.9.24"
+    assert f"versions from: {sources}\n" in text
 
     _code, doc = run_json(*args)  # no --since: every tag judged, the unknown ones as unknown
     versions = {t["ref"]: t["version"] for t in doc["targets"]}
