@@ -316,3 +316,36 @@ def test_doctor_never_counts_an_undecided_fix_in_place(tmp_path: Path) -> None:
     assert (patches["ok"], code != 0) == (False, True)
     install_finding = next(f for f in doc["findings"] if f["name"] == "install")
     assert "hermes_cli/__init__.py: no __version__ literal" in install_finding["summary"]
+
+
+def test_update_names_only_the_tags_it_brought_in_and_where_each_version_came_from(
+    tmp_path: Path,
+) -> None:
+    """From 0.21.4 (its literal) to 0.21.5 (no literal: describe, after the release tags are
+    adopted from origin). The note named every adopted tag, the one it started from too."""
+    upstream = calver_upstream(tmp_path / "up")
+    install = tmp_path / "install"
+    git(tmp_path, "clone", "-q", "--no-tags", f"file://{upstream}", str(install))
+    start = git(upstream, "rev-parse", "v2026.9.21^{commit}").strip()
+    git(install, "checkout", "-q", "--detach", start)
+    target = git(upstream, "rev-parse", "v2026.9.24^{commit}").strip()
+    tags = CHAIN[CHAIN.index("[tags]") :]
+    config = (
+        '[install]\n[[install.version_source]]\nfile = "hermes_cli/__init__.py"\n'
+        "[[install.version_source]]\ndescribe = true\n"
+        f'[update]\ncommand = ["git", "checkout", "-q", "--detach", "{target}"]\n{tags}'
+    )
+    patches = patch_set(tmp_path / "ps", upstream, config)
+    _, doc = run_json("update", "--install", install, "--patches", patches)
+    assert "tagged commits the update brought in: v2026.9.24" in doc["notes"], doc["notes"]
+    facts = doc["install"]
+    assert (facts["version_before"], facts["version_before_from"]) == (
+        "0.21.4",
+        "hermes_cli/__init__.py: 0.21.4",
+    )
+    assert (facts["version_after"], facts["version_after_from"]) == (
+        "0.21.5",
+        "git describe: v2026.9.24",
+    )
+    assert facts["version_after_not_from"] == ["hermes_cli/__init__.py: no __version__ literal"]
+    assert outcomes(doc) == {"fix": "applied"}

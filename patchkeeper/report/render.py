@@ -123,7 +123,8 @@ _TREE_INSTALL = {
 }  # fmt: skip
 _UPDATE_INSTALL = {
     "path": None, "head_before": None, "head_after": None,
-    "version_before": None, "version_after": None,
+    "version_before": None, "version_before_from": None, "version_before_not_from": [],
+    "version_after": None, "version_after_from": None, "version_after_not_from": [],
 }  # fmt: skip
 _TREE = {"install": _TREE_INSTALL, "patch_set": None, "patches": [], "notes": []}
 _UPDATE = {
