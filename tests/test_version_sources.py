@@ -349,3 +349,33 @@ def test_update_names_only_the_tags_it_brought_in_and_where_each_version_came_fr
     )
     assert facts["version_after_not_from"] == ["hermes_cli/__init__.py: no __version__ literal"]
     assert outcomes(doc) == {"fix": "applied"}
+
+
+def test_after_a_conflict_the_smoke_line_names_what_it_did_not_prove(tmp_path: Path) -> None:
+    """Another fix's check passing proves nothing of the one that conflicts."""
+    import sys
+
+    other = "".join(f"other {n}\n" for n in range(1, 21))
+    repo = make_repo(tmp_path / "up", {"app.py": LINES, "other.py": other})
+    good = diff_of(repo, {"app.py": LINES.replace("line 5\n", "line 5 fixed\n")})
+    bad = diff_of(repo, {"other.py": other.replace("other 5\n", "other 5 fixed\n")})
+    commit_files(repo, {"other.py": other.replace("other 5\n", "moved on\n")}, "upstream moved")
+    config = f"[install]\npython = {json.dumps(sys.executable)}\n"
+    patches = write_patch_set(
+        tmp_path / "ps",
+        {
+            "good.patch": patch_text(good, smoke="good_check"),
+            "bad.patch": patch_text(bad, smoke="bad_check"),
+        },
+        config,
+    )
+    (patches / "smoke").mkdir()
+    for name in ("good_check", "bad_check"):
+        (patches / "smoke" / f"{name}.py").write_text(
+            "import json\n"
+            f"print(json.dumps({{'check': '{name}', 'verdict': 'pass', 'steps': []}}))\n"
+        )
+    proc = run_cli("apply", "--install", repo, "--patches", patches)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("smoke:")]
+    assert line == "smoke: pass (good_check pass); not proven: bad (conflict)", proc.stdout
