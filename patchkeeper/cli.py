@@ -220,11 +220,43 @@ def _command_name(args: list[str]) -> str:
     return f"{name} {part}" if part else name
 
 
+def _metrics_path(argv: list[str]) -> str | None:
+    """The FILE of `--metrics FILE` (or `--metrics=FILE`) before any `--`, if given."""
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    for number, arg in enumerate(options):
+        if arg == "--metrics" and number + 1 < len(options):
+            return options[number + 1]
+        if arg.startswith("--metrics="):
+            return arg.removeprefix("--metrics=")
+    return None
+
+
+def _failure_metrics(code: int) -> None:
+    """A run that stopped on an error still tells the dashboard so (`--metrics`): its exit
+    code, never the last good run's figures left standing."""
+    from pathlib import Path
+
+    path = _metrics_path(sys.argv[1:])
+    if not path or not Path(path).parent.is_dir():
+        return
+
+    import click
+
+    from patchkeeper.report.metrics import write_metrics
+
+    try:
+        write_metrics(Path(path), _command_name(sys.argv[1:]), code, {})
+    except Exception as exc:  # the first error is the one to tell; this one is said after it
+        click.echo(f"patchkeeper: {path}: metrics not written ({exc})", err=True)
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    """One line on stderr; for JSON callers also one document on stdout."""
+    """One line on stderr; for JSON callers also one document on stdout; for `--metrics`
+    callers the exit code in the metrics file."""
     import click
 
     click.echo(f"patchkeeper: {message}", err=True)
+    _failure_metrics(code)
     if _wants_json(sys.argv):
         from patchkeeper.report.render import emit_json
 
@@ -287,6 +319,7 @@ def main() -> None:
         if _wants_json(sys.argv):  # automation reads a document, even for a usage mistake
             _fail(f"error: {exc.format_message()}", 2)
         exc.show()
+        _failure_metrics(2)
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
