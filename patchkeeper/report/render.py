@@ -145,6 +145,11 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "demo": {"sandbox": None, "steps": [], **_UPDATE},
     "fleet report": {"reports_dir": None, "counts": {}, "hosts": [], "patches": []},
     "fleet ready": {"install": None, "patch_set": None, "patches": []},
+    "port": {
+        "status": None, "onto": None, "commit": None, "version": None, "patch_set": None,
+        "out": None, "patches": [], "conflict": None, "smoke": None, "next_step": None,
+        "notes": [],
+    },  # fmt: skip
 }
 
 
