@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from patchkeeper.engine.checking import resolve, versions_of
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.journal import checkpoint
+from patchkeeper.install.scratch import object_store
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.nextstep import command
 from patchkeeper.model.outcomes import PatchResult
@@ -33,6 +35,7 @@ from patchkeeper.port.proving import prove
 from patchkeeper.port.result import ABORTED, PORTED, STOPPED, PortReport
 from patchkeeper.port.state import (
     PORTING,
+    STATE_FILE,
     RETIRE,
     SWAPPING,
     Conflict,
@@ -40,6 +43,7 @@ from patchkeeper.port.state import (
     PortState,
     diff_file,
     load,
+    port_dir,
     remove,
     save,
     worktree,
@@ -86,10 +90,44 @@ def _target(out: Path | None, root: Path) -> str | None:
     return str(out)
 
 
+@contextmanager
+def private_objects(install: Install) -> Iterator[None]:
+    """Every object the port writes (ported trees, blobs of the new diffs, the scratch work)
+    goes to `.git/patchkeeper/port/objects`, read with the install's store as an alternate,
+    and goes with the port's state: the install's `.git/objects` is left as it was."""
+    saved = {name: os.environ.get(name) for name in _OBJECT_VARS}
+    store = object_store(install.path)
+    objects = port_dir(install.state_dir) / "objects"
+    objects.mkdir(parents=True, exist_ok=True)
+    os.environ["GIT_OBJECT_DIRECTORY"] = str(objects)
+    os.environ["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(
+        [str(store), *filter(None, [saved["GIT_ALTERNATE_OBJECT_DIRECTORIES"]])]
+    )
+    try:
+        yield
+    finally:
+        if not (port_dir(install.state_dir) / STATE_FILE).exists():
+            shutil.rmtree(port_dir(install.state_dir), ignore_errors=True)  # nothing began
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+_OBJECT_VARS = ("GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+
+
 def start(where: Where, onto: str, out: Path | None) -> PortReport:
     """A new port of WHERE's set onto ONTO (written to OUT, else in place)."""
-    install, root = where.install, where.patch_set.root.resolve()
+    install = where.install
     _refuse_running(install)
+    with private_objects(install):
+        return _start(where, onto, out)
+
+
+def _start(where: Where, onto: str, out: Path | None) -> PortReport:
+    install, root = where.install, where.patch_set.root.resolve()
     target = _target(out, root)
     commits, trees = resolve(install.path, [onto])
     scheme = where.patch_set.scheme
@@ -190,6 +228,11 @@ def resume(install: Install, where_of: Callable[[Path], Where]) -> PortReport:
     if state is None:
         raise UserError(f"{install.path}: no port is in progress")
     where = where_of(Path(state.patches))
+    with private_objects(install):
+        return _resume(where, state)
+
+
+def _resume(where: Where, state: PortState) -> PortReport:
     if state.phase == SWAPPING:
         return _swap(where, state, []) if newset.recover_swap(state) else _rebuild(where, state)
     _unchanged(state)

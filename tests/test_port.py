@@ -1,0 +1,304 @@
+"""`patchkeeper port --onto REF` (issue 29) on the practice upstream and on small repositories:
+a release where the patches moved (new variants, ranges split, lint and check agree, on REF
+and on the old release), one where upstream has them (retirement proposed) and one where a
+patch conflicts (stop, fix, --continue); --abort; a kill at points of a port; --out; the
+refusals. Real git, real subprocesses; the smoke checks are small stand-ins (the real ones
+hold the ledger lock for seconds on purpose) that read the ported tree they run on."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, Sandbox, open_copied_sandbox
+from tests.helpers import GIT_ID, diff_of, make_repo, patch_text, run_json, write_patch_set
+
+NEWEST = TAGS[-1]  # upstream has adoption-retry and heartbeat-fence; schema-once conflicts
+MOVED = TAGS[3]  # the code both patches touch moved down (v0.22.0 today): offsets only
+
+# A stand-in smoke check: passes when the tree it runs on (its cwd) holds the fix's text.
+STAND_IN = """import json, pathlib
+ok = {needle!r} in pathlib.Path({path!r}).read_text()
+print(json.dumps({{"check": {name!r}, "verdict": "pass" if ok else "fail", "steps": []}}))
+"""
+
+
+def stand_in_checks(sandbox: Sandbox, adoption_needle: str = "adopt_while_busy") -> None:
+    smoke = sandbox.patches / "smoke"
+    checks = {
+        "ledger_adoption": (adoption_needle, "cron/scheduler.py"),
+        "ledger_schema": ("once_per_database(", "cron/executions.py"),
+    }
+    for name, (needle, path) in checks.items():
+        (smoke / f"{name}.py").write_text(STAND_IN.format(needle=needle, path=path, name=name))
+
+
+@pytest.fixture
+def practice(sandbox: Sandbox) -> Sandbox:
+    sandbox.fetch_tags()
+    stand_in_checks(sandbox)
+    return sandbox
+
+
+def port(
+    sandbox: Sandbox, *args: str | Path, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    where = ["--install", sandbox.install, "--patches", sandbox.patches]
+    if env is None:
+        return run_json("port", *args, *where)
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "port", *map(str, args), *map(str, where), "--json"],
+        capture_output=True, text=True, env={**os.environ, **GIT_ID, **env}, check=False,
+    )  # fmt: skip
+    return proc.returncode, {"stderr": proc.stderr}
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def fixes(root: Path) -> dict[str, bytes]:
+    """The set's files but its patchkeeper.toml (which names its own sandbox's paths)."""
+    files = files_of(root)
+    files.pop("patchkeeper.toml")
+    return files
+
+
+def install_files(sandbox: Sandbox) -> dict[str, bytes]:
+    """Every file of the install, .git included (the lock file aside)."""
+    files = files_of(sandbox.install)
+    files.pop(".git/patchkeeper/lock", None)
+    return files
+
+
+def actions(document: dict[str, Any]) -> dict[str, str]:
+    return {p["name"]: p["action"] for p in document["patches"]}
+
+
+def check(sandbox: Sandbox, ref: str) -> dict[str, str]:
+    code, doc = run_json(
+        "check", "--ref", ref, "--install", sandbox.install, "--patches", sandbox.patches
+    )
+    assert code in (0, 3), doc
+    return {p["name"]: p["outcome"] for p in doc["targets"][0]["patches"]}
+
+
+def lint_ok(root: Path) -> None:
+    code, doc = run_json("lint", "--patches", root)
+    assert code == 0 and doc["problems"] == [], doc
+
+
+def port_state(sandbox: Sandbox) -> Path:
+    return sandbox.install / ".git" / "patchkeeper" / "port"
+
+
+def resolve_schema_once(worktree: Path) -> None:
+    """The hand fix: upstream's reformatted call, wrapped as the patch wraps it."""
+    target = worktree / "cron" / "executions.py"
+    text = target.read_text()
+    fixed = re.sub(
+        r"<<<<<<< .*?\n(.*?)\|\|\|\|\|\|\| .*?>>>>>>> schema-once\n",
+        lambda m: m.group(1).replace(
+            "initialize=_initialize_schema,", "initialize=once_per_database(_initialize_schema),"
+        ),
+        text,
+        flags=re.DOTALL,
+    )
+    assert fixed != text
+    target.write_text(fixed)
+
+
+def test_a_release_where_patches_moved_gets_new_variants_with_split_ranges(
+    practice: Sandbox,
+) -> None:
+    before = check(practice, INSTALL_TAG)
+    tree_before = install_files(practice)
+    code, doc = port(practice, "--onto", MOVED)
+    assert code == 0, doc
+    assert doc["status"] == "ported" and doc["version"] == MOVED.lstrip("v")
+    assert actions(doc) == {
+        "adoption-retry": "new-variant", "schema-once": "new-variant", "heartbeat-fence": "retire",
+    }  # fmt: skip
+    moved = {p["name"]: p for p in doc["patches"]}
+    version = doc["version"]
+    assert moved["schema-once"]["written"] == f"schema-once/schema-once-{version}.patch"
+    assert moved["schema-once"]["applies_to"] == f">={version}"
+    assert moved["schema-once"]["old_applies_to"] == f">=0.21.2, <{version}"
+    assert "offset" in moved["adoption-retry"]["evidence"]
+    assert "upstream has it" in moved["heartbeat-fence"]["evidence"]
+    assert moved["adoption-retry"]["proof"] == moved["schema-once"]["proof"] == "proven"
+    # A plain patch file became a folder of variants; the series names the folder.
+    patches = practice.patches
+    assert not (patches / "schema-once.patch").exists()
+    assert (patches / "schema-once" / "schema-once.patch").is_file()
+    assert "schema-once\n" in (patches / "series").read_text().splitlines(keepends=True)
+    new = (patches / moved["schema-once"]["written"]).read_text()
+    assert f"Base: {doc['commit']}" in new and "Smoke: ledger_schema" in new
+    assert "Last-Update: 2026-12-01" not in new and "Forwarded: no" in new
+    assert (patches / "heartbeat-fence.patch").is_file()  # retired is proposed, never dropped
+    lint_ok(patches)
+    assert check(practice, MOVED) == {
+        "adoption-retry": "applied", "schema-once": "applied", "heartbeat-fence": "upstream-has-it",
+    }  # fmt: skip
+    assert check(practice, INSTALL_TAG) == before  # the old release is judged as before
+    assert not port_state(practice).exists()
+    assert install_files(practice) == tree_before  # work tree, objects, refs: untouched
+
+    # A second port onto the same release has nothing to do and changes nothing.
+    ported = files_of(patches)
+    code, again = port(practice, "--onto", MOVED)
+    assert code == 0, again
+    assert actions(again) == {
+        "adoption-retry": "keep", "schema-once": "keep", "heartbeat-fence": "retire",
+    }  # fmt: skip
+    assert files_of(patches) == ported
+
+
+def test_a_patch_that_applies_as_it_is_gets_its_range_widened(tmp_path: Path) -> None:
+    lines = "".join(f"line {n}\n" for n in range(1, 30))
+    repo = make_repo(tmp_path / "up", {"app.py": lines}, tag="v1.0.0")
+    fix = diff_of(repo, {"app.py": lines.replace("line 5\n", "line 5 fixed\n")})
+    (repo / "other.py").write_text("new\n")
+    subprocess.run(["git", "add", "other.py"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "commit", "-qm", "two"], cwd=repo, check=True, env={**os.environ, **GIT_ID}
+    )
+    subprocess.run(["git", "tag", "v2.0.0"], cwd=repo, check=True)
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(fix, applies_to="<2.0")})
+    code, doc = run_json("port", "--onto", "v2.0.0", "--install", repo, "--patches", patches)
+    assert code == 0, doc
+    assert actions(doc) == {"fix": "widen"}
+    assert doc["patches"][0]["applies_to"] == "<=2.0.0"
+    assert "Applies-To: <=2.0.0" in (patches / "fix.patch").read_text()
+    lint_ok(patches)
+    code, checked = run_json("check", "--ref", "v2.0.0", "--ref", "v1.0.0",
+                             "--install", repo, "--patches", patches)  # fmt: skip
+    assert code == 0 and [t["patches"][0]["outcome"] for t in checked["targets"]] == [
+        "applied", "applied",
+    ]  # fmt: skip
+
+
+def test_a_conflict_stops_the_port_until_it_is_fixed_and_continued(practice: Sandbox) -> None:
+    before = check(practice, INSTALL_TAG)
+    original = files_of(practice.patches)
+    code, doc = port(practice, "--onto", NEWEST)
+    assert code == 3 and doc["status"] == "stopped", doc
+    assert actions(doc) == {"adoption-retry": "retire"}
+    assert "upstream has it" in doc["patches"][0]["evidence"]
+    conflict = doc["conflict"]
+    assert conflict["name"] == "schema-once" and conflict["marked"] == ["cron/executions.py"]
+    worktree = Path(conflict["worktree"])
+    text = (worktree / "cron" / "executions.py").read_text()
+    assert "<<<<<<< " in text and "||||||| " in text and ">>>>>>> schema-once" in text
+    assert "once_per_database(_initialize_schema)" in text  # the patch's intent is shown
+    assert "--continue" in doc["next_step"]
+    assert files_of(practice.patches) == original
+
+    code, refused = port(practice, "--continue")
+    assert code == 2 and "conflict markers remain" in refused["error"]
+    assert files_of(practice.patches) == original
+
+    resolve_schema_once(worktree)
+    code, done = port(practice, "--continue")
+    assert code == 0 and done["status"] == "ported", done
+    assert actions(done) == {
+        "adoption-retry": "retire", "schema-once": "new-variant", "heartbeat-fence": "retire",
+    }  # fmt: skip
+    assert {p["name"]: p["proof"] for p in done["patches"]}["schema-once"] == "proven"
+    lint_ok(practice.patches)
+    assert check(practice, NEWEST) == {
+        "adoption-retry": "upstream-has-it", "schema-once": "applied",
+        "heartbeat-fence": "upstream-has-it",
+    }  # fmt: skip
+    assert check(practice, INSTALL_TAG) == before
+    assert not port_state(practice).exists()
+
+
+def test_abort_leaves_the_set_as_it_was(practice: Sandbox) -> None:
+    original = files_of(practice.patches)
+    code, doc = port(practice, "--onto", NEWEST)
+    assert code == 3, doc
+    code, aborted = port(practice, "--abort")
+    assert code == 0 and aborted["status"] == "aborted", aborted
+    assert files_of(practice.patches) == original
+    assert not port_state(practice).exists()
+    code, doc = port(practice, "--abort")
+    assert code == 2 and "no port is in progress" in doc["error"]
+
+
+@pytest.mark.parametrize("point", ["port.adoption-retry", "port.built", "port.swapped"])
+def test_a_kill_leaves_the_set_as_it_was_or_fully_ported(
+    practice: Sandbox, sandbox_template: Sandbox, tmp_path: Path, point: str
+) -> None:
+    reference = open_copied_sandbox(shutil.copytree(
+        sandbox_template.root, tmp_path / "reference", symlinks=True
+    ))  # fmt: skip
+    reference.fetch_tags()
+    stand_in_checks(reference)
+    assert port(reference, "--onto", MOVED)[0] == 0
+    ported, original = fixes(reference.patches), fixes(practice.patches)
+
+    code, _ = port(practice, "--onto", MOVED, env={"PATCHKEEPER_STOP_AT_PHASE": point})
+    assert code == -9
+    assert fixes(practice.patches) == (ported if point == "port.swapped" else original)
+    code, doc = port(practice, "--onto", MOVED)
+    assert code == 2 and "--continue" in doc["error"]  # the state survived the kill
+    code, doc = port(practice, "--continue")
+    assert code == 0 and doc["status"] == "ported", doc
+    assert fixes(practice.patches) == ported
+    assert not port_state(practice).exists()
+    leftovers = [p.name for p in practice.patches.parent.iterdir() if "port" in p.name]
+    assert leftovers == []
+
+
+def test_abort_after_a_kill_past_the_swap_puts_the_old_set_back(practice: Sandbox) -> None:
+    original = files_of(practice.patches)
+    code, _ = port(practice, "--onto", MOVED, env={"PATCHKEEPER_STOP_AT_PHASE": "port.swapped"})
+    assert code == -9 and files_of(practice.patches) != original
+    code, doc = port(practice, "--abort")
+    assert code == 0, doc
+    assert files_of(practice.patches) == original
+    assert [p.name for p in practice.patches.parent.iterdir() if "port" in p.name] == []
+
+
+def test_out_writes_the_ported_set_elsewhere(practice: Sandbox, tmp_path: Path) -> None:
+    original = files_of(practice.patches)
+    out = tmp_path / "ported"
+    code, doc = port(practice, "--onto", MOVED, "--out", out)
+    assert code == 0 and doc["out"] == str(out), doc
+    assert files_of(practice.patches) == original
+    assert (out / "schema-once" / f"schema-once-{doc['version']}.patch").is_file()
+    lint_ok(out)
+
+
+def test_a_fix_whose_smoke_check_fails_on_the_ported_tree_is_not_proven(
+    practice: Sandbox,
+) -> None:
+    stand_in_checks(practice, adoption_needle="text no ported tree holds")
+    code, doc = port(practice, "--onto", MOVED)
+    assert code == 4, doc
+    proofs = {p["name"]: p["proof"] for p in doc["patches"]}
+    assert proofs["adoption-retry"] == "failed" and proofs["schema-once"] == "proven"
+
+
+def test_bad_requests_are_one_line_errors_that_change_nothing(practice: Sandbox) -> None:
+    original = files_of(practice.patches)
+    for args, said in [
+        (["--onto", "no-such-tag"], "names no commit"),
+        (["--continue"], "no port is in progress"),
+        (["--onto", MOVED, "--abort"], "exactly one of"),
+    ]:
+        code, doc = port(practice, *args)
+        assert code == 2 and said in doc["error"], (args, doc)
+    assert files_of(practice.patches) == original and not port_state(practice).exists()
