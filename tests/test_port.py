@@ -237,17 +237,24 @@ def test_abort_leaves_the_set_as_it_was(practice: Sandbox) -> None:
     assert code == 2 and "no port is in progress" in doc["error"]
 
 
-@pytest.mark.parametrize("point", ["port.adoption-retry", "port.built", "port.swapped"])
-def test_a_kill_leaves_the_set_as_it_was_or_fully_ported(
-    practice: Sandbox, sandbox_template: Sandbox, tmp_path: Path, point: str
-) -> None:
-    reference = open_copied_sandbox(shutil.copytree(
-        sandbox_template.root, tmp_path / "reference", symlinks=True
-    ))  # fmt: skip
+@pytest.fixture(scope="module")
+def ported_reference(
+    sandbox_template: Sandbox, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, bytes]:
+    """The set as a port onto MOVED that nobody interrupted writes it."""
+    root = tmp_path_factory.mktemp("reference") / "sandbox"
+    reference = open_copied_sandbox(shutil.copytree(sandbox_template.root, root, symlinks=True))
     reference.fetch_tags()
     stand_in_checks(reference)
     assert port(reference, "--onto", MOVED)[0] == 0
-    ported, original = fixes(reference.patches), fixes(practice.patches)
+    return fixes(reference.patches)
+
+
+@pytest.mark.parametrize("point", ["port.adoption-retry", "port.built", "port.swapped"])
+def test_a_kill_leaves_the_set_as_it_was_or_fully_ported(
+    practice: Sandbox, ported_reference: dict[str, bytes], point: str
+) -> None:
+    ported, original = ported_reference, fixes(practice.patches)
 
     code, _ = port(practice, "--onto", MOVED, env={"PATCHKEEPER_STOP_AT_PHASE": point})
     assert code == -9

@@ -35,8 +35,8 @@ from patchkeeper.port.proving import prove
 from patchkeeper.port.result import ABORTED, PORTED, STOPPED, PortReport
 from patchkeeper.port.state import (
     PORTING,
-    STATE_FILE,
     RETIRE,
+    STATE_FILE,
     SWAPPING,
     Conflict,
     Decision,
@@ -158,9 +158,7 @@ def _proceed(where: Where, state: PortState) -> PortReport:
     install, root = where.install, Path(state.patches)
     choices = _choices(where, state)
     version = Version(state.version)
-    stop = judge_rest(
-        install.path, install.state_dir, choices, state, version, root, checkpoint
-    )
+    stop = judge_rest(install.path, install.state_dir, choices, state, version, root, checkpoint)
     if stop is not None:
         return _stop_at(where, state, choices[state.position], stop)
     if not state.proof_note:
@@ -288,5 +286,3 @@ def abort(install: Install) -> PortReport:
 def open_where(install: Install, root: Path) -> Where:
     """The set at ROOT (the port's), with its settings, for INSTALL."""
     return Where(install, load_settings(root), load_patch_set(root))
-
-

@@ -29,15 +29,17 @@ def _decision_lines(decision: Decision, proof: str | None) -> list[str]:
     word = _WORDS.get(decision.action, decision.action)
     lines = [f"  {decision.name:<18} {word}"]
     if decision.action == NEW_VARIANT:
-        lines.append(f"      wrote {decision.written or '(a new variant)'}: Applies-To "
-                     f"{decision.applies_to}")
+        lines.append(
+            f"      wrote {decision.written or '(a new variant)'}: Applies-To {decision.applies_to}"
+        )
         lines.append(f"      {decision.variant}: Applies-To {decision.old_applies_to or 'all'}")
     elif decision.action in (WIDEN, REFRESH) and decision.written:
         lines.append(f"      wrote {decision.written}: Applies-To {decision.applies_to or 'all'}")
     lines.append(f"      {decision.evidence}")
     if decision.action == RETIRE:
-        lines.append("      the file stays: drop it from series once every install runs such a "
-                     "release")
+        lines.append(
+            "      the file stays: drop it from series once every install runs such a release"
+        )
     if proof is not None:
         lines.append(f"      {_PROOF_WORDS.get(proof, proof)}")
     return lines
@@ -45,8 +47,7 @@ def _decision_lines(decision: Decision, proof: str | None) -> list[str]:
 
 def render_text(report: PortReport) -> None:
     click.echo(
-        f"port onto {report.onto} ({report.commit[:12]}, release {report.version}): "
-        f"{report.status}"
+        f"port onto {report.onto} ({report.commit[:12]}, release {report.version}): {report.status}"
     )
     for decision in report.decisions:
         for line in _decision_lines(decision, report.proofs.get(decision.name)):
