@@ -156,13 +156,14 @@ def test_a_release_where_patches_moved_gets_new_variants_with_split_ranges(
     assert install_files(practice) == tree_before  # work tree, objects, refs: untouched
 
     # A second port onto the same release has nothing to do and changes nothing.
-    ported = files_of(patches)
+    ported, inode = files_of(patches), patches.stat().st_ino
     code, again = port(practice, "--onto", MOVED)
     assert code == 0, again
     assert actions(again) == {
         "adoption-retry": "keep", "schema-once": "keep", "heartbeat-fence": "retire",
     }  # fmt: skip
-    assert files_of(patches) == ported
+    assert files_of(patches) == ported and patches.stat().st_ino == inode
+    assert any("nothing to write" in note for note in again["notes"])
 
 
 def test_a_patch_that_applies_as_it_is_gets_its_range_widened(tmp_path: Path) -> None:

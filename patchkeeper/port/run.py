@@ -34,6 +34,7 @@ from patchkeeper.port.judging import Choice, choose, fresh_variant, judge_rest
 from patchkeeper.port.proving import prove
 from patchkeeper.port.result import ABORTED, PORTED, STOPPED, PortReport
 from patchkeeper.port.state import (
+    KEEP,
     PORTING,
     RETIRE,
     STATE_FILE,
@@ -166,6 +167,11 @@ def _proceed(where: Where, state: PortState) -> PortReport:
     else:
         checks = []
     _unchanged(state)
+    if state.out is None and all(d.action in (KEEP, RETIRE) for d in state.decisions):
+        remove(install.state_dir)
+        report = _report(state, PORTED, checks=checks)
+        report.notes.append(f"nothing to write: {state.patches} stays as it is")
+        return report
     target = Path(state.out or state.patches)
     folder = target.with_name(f".{target.name}.port-new")
     newset.build(install.state_dir, state, folder)
