@@ -27,11 +27,13 @@ _RENAME_EXCHANGE = 2
 
 
 def fingerprint(root: Path) -> str:
-    """A digest of every file of the set (paths, modes, bytes): whether it changed since."""
+    """A digest of every file of the set (paths, modes, bytes): whether it changed since.
+    A `.git` inside is left out: git rewrites its index for a mere `git status`."""
     import hashlib
 
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if "__pycache__" not in p.parts):
+    skipped = ("__pycache__", ".git")  # a set at the top of its repository: git's own files
+    for path in sorted(p for p in root.rglob("*") if not skipped_part(p, root, skipped)):
         relative = path.relative_to(root).as_posix()
         if path.is_file():
             digest.update(f"{relative}\0{path.stat().st_mode:o}\0".encode())
@@ -39,6 +41,10 @@ def fingerprint(root: Path) -> str:
         elif path.is_symlink():
             digest.update(f"{relative}\0-> {os.readlink(path)}\0".encode())
     return digest.hexdigest()
+
+
+def skipped_part(path: Path, root: Path, names: tuple[str, ...]) -> bool:
+    return any(part in names for part in path.relative_to(root).parts)
 
 
 def with_fields(text: str, values: dict[str, str | None]) -> str:
