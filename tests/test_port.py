@@ -310,3 +310,41 @@ def test_bad_requests_are_one_line_errors_that_change_nothing(practice: Sandbox)
         code, doc = port(practice, *args)
         assert code == 2 and said in doc["error"], (args, doc)
     assert files_of(practice.patches) == original and not port_state(practice).exists()
+
+
+@pytest.mark.parametrize(
+    ("old", "version", "others", "split"),
+    [
+        (">=0.21.3", "0.22.0", [], (">=0.21.3, <0.22.0", ">=0.22.0")),
+        (None, "0.22.0", [], ("<0.22.0", ">=0.22.0")),
+        (">=0.21.3, <0.23", "0.22.0", [">=0.23"], (">=0.21.3, <0.22.0", ">=0.22.0, <0.23")),
+        (">=0.21.3, <=0.22.0", "0.22.0", [], (">=0.21.3, <0.22.0", ">=0.22.0, <=0.22.0")),
+        (">=0.23", "0.22.1", [], (">=0.23", ">=0.22.1, <0.23")),  # the nearest was above
+    ],
+)
+def test_ranges_split_at_the_release_never_overlap(
+    old: str | None, version: str, others: list[str | None], split: tuple[str, str]
+) -> None:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from patchkeeper.patchset.variants import overlap_at
+    from patchkeeper.port import ranges
+
+    assert ranges.split(old, Version(version), others) == split
+    every = [SpecifierSet(text) for text in [*split, *filter(None, others)]]
+    for i, one in enumerate(every):
+        for other in every[i + 1 :]:
+            assert overlap_at(one, other) is None, (one, other)
+    assert SpecifierSet(split[1]).contains(version) and not SpecifierSet(split[0]).contains(version)
+
+
+def test_ranges_widen_to_the_release() -> None:
+    from packaging.version import Version
+
+    from patchkeeper.port import ranges
+
+    assert ranges.widen("<2.0", Version("2.0.0"), []) == "<=2.0.0"
+    assert ranges.widen(">=0.21.3", Version("0.21.2"), []) == ">=0.21.2"
+    assert ranges.widen("<0.22", Version("0.22.1"), [">=0.23"]) == "<=0.22.1, <0.23"
+    assert ranges.widen(">=1.0", Version("1.2"), []) == ">=1.0"  # holds it already

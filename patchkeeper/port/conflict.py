@@ -169,6 +169,11 @@ def has_markers(text: bytes) -> bool:
 def read_resolved(repo: Path, folder: Path, base_tree: str, files: list[str]) -> tuple[str, bytes]:
     """The tree of BASE_TREE with FILES as FOLDER holds them (a file not there: deleted), and
     the diff from BASE_TREE to it; refused while a file still holds conflict markers."""
+    if not folder.is_dir():
+        raise UserError(
+            f"{folder}: the conflict's files are gone; run patchkeeper port --abort, then port "
+            "again"
+        )
     still = []
     contents: dict[str, bytes | None] = {}
     for path in files:

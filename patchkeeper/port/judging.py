@@ -97,6 +97,8 @@ def decide(choice: Choice, result: PatchResult, version: Version, root: Path) ->
     relative = choice.relative(root)
     old_range = _range(variant)
     smoke = list(variant.smoke)
+    if variant.empty:
+        return Decision(name, KEEP, relative, result.outcome, "an empty patch: nothing to port")
     if result.outcome in (oc.UPSTREAM_HAS_IT, oc.ALREADY_APPLIED):
         evidence = result.detail or "its changes are all in REF already"
         return Decision(name, RETIRE, relative, result.outcome, evidence)

@@ -53,13 +53,14 @@ def split(old: str | None, version: Version, others: list[str | None]) -> tuple[
     (OTHERS) that starts above VERSION."""
     at = release_of(version)
     old_specs = _specs(old)
-    if contains(old, version):
-        old_text = _joined([*old_specs, Specifier(f"<{at}")])
+    if contains(old, version):  # its upper bounds above VERSION say no more than `<VERSION`
+        below = [s for s in old_specs if s.operator not in _UPPER or Version(s.version) < version]
+        old_text = _joined([*below, Specifier(f"<{at}")])
     else:  # a range that never held VERSION (the nearest variant, chosen for it) stays
         old_text = _joined(old_specs)
     new_specs = [s for s in old_specs if s.operator not in _LOWER and s.contains(version, True)]
     new_specs.append(Specifier(f">={at}"))
-    new_specs += _below_others(version, others)
+    new_specs += _below_others(version, others if contains(old, version) else [*others, old])
     return old_text, _joined(new_specs)
 
 
