@@ -7,6 +7,7 @@ hold the ledger lock for seconds on purpose) that read the ported tree they run 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -126,7 +127,7 @@ def test_a_release_where_patches_moved_gets_new_variants_with_split_ranges(
     tree_before = install_files(practice)
     code, doc = port(practice, "--onto", MOVED)
     assert code == 0, doc
-    assert doc["status"] == "ported" and doc["version"] == MOVED.lstrip("v")
+    assert doc["status"] == "ported" and doc["onto"] == MOVED
     assert actions(doc) == {
         "adoption-retry": "new-variant", "schema-once": "new-variant", "heartbeat-fence": "retire",
     }  # fmt: skip
@@ -348,3 +349,62 @@ def test_ranges_widen_to_the_release() -> None:
     assert ranges.widen(">=0.21.3", Version("0.21.2"), []) == ">=0.21.2"
     assert ranges.widen("<0.22", Version("0.22.1"), [">=0.23"]) == "<=0.22.1, <0.23"
     assert ranges.widen(">=1.0", Version("1.2"), []) == ">=1.0"  # holds it already
+
+
+def test_the_ci_recipe_turns_a_new_tag_into_a_ported_branch(
+    practice: Sandbox, tmp_path: Path
+) -> None:
+    """docs/ci.md's port job, its shell steps run as written (a local clone stands in for the
+    upstream clone, a local bare repository for the patch set's origin)."""
+    yaml = pytest.importorskip("yaml")
+    page = (Path(__file__).resolve().parent.parent / "docs" / "ci.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)]
+    job = next(b["port"] for b in blocks if isinstance(b, dict) and "port" in b)
+    steps = {step.get("name"): step for step in job["steps"]}
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    install = runner / "hermes-agent"
+    shutil.copytree(practice.install, install, symlinks=True)
+    for tag in TAGS[TAGS.index(MOVED) + 1 :]:  # the newest tag is MOVED here
+        subprocess.run(["git", "tag", "-d", tag], cwd=install, check=True, capture_output=True)
+    origin, checkout = tmp_path / "set.git", tmp_path / "set"
+    shutil.copytree(practice.patches, checkout)
+    for args in (["init", "-q", "--bare", str(origin)], ["init", "-q", str(checkout)]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True)
+    for args in (
+        ["add", "-A"],
+        ["commit", "-qm", "the set"],
+        ["remote", "add", "origin", str(origin)],
+    ):
+        subprocess.run(["git", *args], cwd=checkout, check=True, env={**os.environ, **GIT_ID})
+    shim = tmp_path / "bin" / "patchkeeper"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m patchkeeper "$@"\n')
+    shim.chmod(0o755)
+    outputs = runner / "github-output"
+    env = {
+        **os.environ, **GIT_ID, "RUNNER_TEMP": str(runner), "GITHUB_OUTPUT": str(outputs),
+        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+    }  # fmt: skip
+
+    def run_step(name: str) -> dict[str, str]:
+        said = (
+            dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+            if outputs.exists()
+            else {}
+        )
+        script = steps[name]["run"].replace("${{ steps.port.outputs.tag }}", said.get("tag", ""))
+        proc = subprocess.run(["bash", "-e", "-c", script], cwd=checkout, env=env,
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        assert proc.returncode == 0, (name, proc.stdout, proc.stderr)
+        return dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+
+    said = run_step("port the set onto the newest release tag")
+    assert said == {"tag": MOVED, "code": "0"}, (runner / "port.json").read_text()
+    run_step(next(name for name in steps if name and name.startswith("the ported set")))
+    branch = f"port/{MOVED}"
+    listed = subprocess.run(["git", "ls-tree", "-r", "--name-only", branch], cwd=origin,
+                            capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    version = json.loads((runner / "port.json").read_text())["version"]
+    assert f"schema-once/schema-once-{version}.patch" in listed
+    assert "schema-once.patch" not in listed and "series" in listed

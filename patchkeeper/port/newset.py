@@ -122,7 +122,9 @@ def build(state_dir: Path, state: PortState, folder: Path) -> None:
     linted, and refused (FOLDER removed) when lint finds a problem."""
     root = Path(state.patches)
     shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(root, folder, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    # A set at the top of its repository keeps its .git in place; a copy to --out does not.
+    skipped = ("__pycache__",) if state.out is None else ("__pycache__", ".git")
+    shutil.copytree(root, folder, symlinks=True, ignore=shutil.ignore_patterns(*skipped))
     try:
         for decision in state.decisions:
             _write_decision(state_dir, state, folder, decision)
