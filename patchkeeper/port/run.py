@@ -209,7 +209,10 @@ def _unchanged(state: PortState) -> None:
 def _stop_at(where: Where, state: PortState, choice: Choice, result: PatchResult) -> PortReport:
     install = where.install
     if result.outcome != "conflict":
-        raise UserError(f"{choice.variant.path}: {result.outcome} on {state.onto}: {result.detail}")
+        raise UserError(
+            f"{choice.variant.path}: {result.outcome} on {state.onto} ({result.detail}); fix "
+            "it, then run patchkeeper port --abort and port again"
+        )
     folder = worktree(install.state_dir)
     laid = lay_out(
         install.path, folder, state.base_tree, choice.variant, result, state.onto, install.head()
