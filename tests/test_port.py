@@ -19,7 +19,15 @@ from typing import Any
 import pytest
 
 from patchkeeper.demo.sandbox import INSTALL_TAG, TAGS, Sandbox, open_copied_sandbox
-from tests.helpers import GIT_ID, diff_of, make_repo, patch_text, run_json, write_patch_set
+from tests.helpers import (
+    GIT_ID,
+    commit_files,
+    diff_of,
+    make_repo,
+    patch_text,
+    run_json,
+    write_patch_set,
+)
 
 NEWEST = TAGS[-1]  # upstream has adoption-retry and heartbeat-fence; schema-once conflicts
 MOVED = TAGS[3]  # the code both patches touch moved down (v0.22.0 today): offsets only
@@ -408,3 +416,64 @@ def test_the_ci_recipe_turns_a_new_tag_into_a_ported_branch(
     version = json.loads((runner / "port.json").read_text())["version"]
     assert f"schema-once/schema-once-{version}.patch" in listed
     assert "schema-once.patch" not in listed and "series" in listed
+
+
+LINES = "".join(f"line {n}\n" for n in range(1, 31))
+
+
+def small_upstream(tmp_path: Path, releases: list[dict[str, str]]) -> Path:
+    """A repository whose app.py is LINES at v1.0.0 and each of RELEASES' edits after."""
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    text = LINES
+    for number, edits in enumerate(releases, start=2):
+        for old, new in edits.items():
+            text = text.replace(old, new)
+        commit_files(repo, {"app.py": text}, f"release {number}", tag=f"v{number}.0.0")
+    return repo
+
+
+def test_a_clean_3way_merge_gets_a_new_variant(tmp_path: Path) -> None:
+    repo = small_upstream(tmp_path, [{"line 8\n": "line 8 upstream\n"}])
+    subprocess.run(["git", "checkout", "-q", "v1.0.0"], cwd=repo, check=True)
+    fix = diff_of(repo, {"app.py": LINES.replace("line 10\n", "line 10 fixed\n")})
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(fix, applies_to=">=1.0")})
+    code, doc = run_json("port", "--onto", "v2.0.0", "--install", repo, "--patches", patches)
+    assert code == 0, doc
+    assert actions(doc) == {"fix": "new-variant"} and doc["patches"][0]["outcome"] == "merged-3way"
+    written = (patches / doc["patches"][0]["written"]).read_text()
+    assert "+line 10 fixed" in written and " line 8 upstream" in written
+    lint_ok(patches)
+    code, checked = run_json("check", "--ref", "v2.0.0", "--ref", "v1.0.0",
+                             "--install", repo, "--patches", patches)  # fmt: skip
+    assert [t["patches"][0]["outcome"] for t in checked["targets"]] == ["applied", "applied"]
+
+
+def test_a_conflict_with_no_known_preimage_shows_each_hunk_and_a_fix_to_refs_content_retires(
+    tmp_path: Path,
+) -> None:
+    """Neither the install's HEAD nor a Base has the patch's preimage: each failed hunk is a
+    conflict block of its own at the end of the file; a fix that leaves REF as it is says
+    upstream has it."""
+    repo = small_upstream(
+        tmp_path, [{"line 10\n": "line 10 v2\n"}, {"line 10 v2\n": "line 10 v3\n"}]
+    )
+    subprocess.run(["git", "checkout", "-q", "v1.0.0"], cwd=repo, check=True)
+    fix = diff_of(repo, {"app.py": LINES.replace("line 10\n", "line 10 fixed\n")})
+    subprocess.run(["git", "checkout", "-q", "v2.0.0"], cwd=repo, check=True)
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(fix)})
+    where = ["--install", repo, "--patches", patches]
+    code, doc = run_json("port", "--onto", "v3.0.0", *where)
+    assert code == 3 and doc["conflict"]["marked"] == ["app.py"], doc
+    folder = Path(doc["conflict"]["worktree"])
+    text = (folder / "app.py").read_text()
+    assert text.startswith(LINES.replace("line 10\n", "line 10 v3\n"))
+    block = text[len(LINES) + 3 :]
+    assert block.startswith("<<<<<<< REF: hunk #1 of fix")
+    expected, writes = block.split("||||||| what fix expected\n")[1].split("=======\n")
+    assert (
+        "line 10\n" in expected and "line 10 fixed\n" in writes and writes.endswith(">>>>>>> fix\n")
+    )
+    (folder / "app.py").write_text(LINES.replace("line 10\n", "line 10 v3\n"))
+    code, done = run_json("port", "--continue", "--install", repo)
+    assert code == 0 and actions(done) == {"fix": "retire"}, done
+    assert "resolved by hand" in done["patches"][0]["evidence"]
