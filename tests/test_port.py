@@ -477,3 +477,43 @@ def test_a_conflict_with_no_known_preimage_shows_each_hunk_and_a_fix_to_refs_con
     code, done = run_json("port", "--continue", "--install", repo)
     assert code == 0 and actions(done) == {"fix": "retire"}, done
     assert "resolved by hand" in done["patches"][0]["evidence"]
+
+
+def test_without_an_exchange_the_two_renames_are_finished_or_undone_after_a_kill(
+    tmp_path: Path,
+) -> None:
+    """Where renameat2 cannot exchange two folders, the old set goes aside and the new one
+    into place; a kill between the two leaves no set at its path, and the port's state lets
+    --continue finish the swap or --abort undo it."""
+    from patchkeeper.port import newset
+    from patchkeeper.port.state import SWAPPING, PortState
+
+    def folders() -> tuple[Path, Path]:
+        root, new = tmp_path / "patches", tmp_path / ".patches.port-new"
+        for folder, text in ((root, "old\n"), (new, "new\n")):
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            (folder / "series").write_text(text)
+        return root, new
+
+    root, new = folders()
+    newset.put_in_place(new, root, lambda _point: None, swap=lambda _a, _b: False)
+    assert (root / "series").read_text() == "new\n" and not new.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["patches"]
+
+    for finish in (True, False):
+        root, new = folders()
+        state = PortState(
+            install="", patches=str(root), out=None, onto="v2", commit="", version="2",
+            fingerprint="", base_tree="", phase=SWAPPING, new_folder=str(new),
+            new_inode=new.stat().st_ino,
+        )  # fmt: skip
+        os.replace(root, tmp_path / ".patches.port-old")  # killed after the first rename
+        if finish:
+            assert newset.recover_swap(state) and newset.swapped(state)
+            shutil.rmtree(new)  # what --continue does next: the old set, at the new's name
+            assert (root / "series").read_text() == "new\n"
+        else:
+            newset.undo_swap(state)
+            assert (root / "series").read_text() == "old\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["patches"]

@@ -15,6 +15,7 @@ import errno
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from patchkeeper.install.files import sync_folder
@@ -180,10 +181,16 @@ def exchange(one: Path, other: Path) -> bool:
     raise OSError(code, os.strerror(code), str(other))
 
 
-def put_in_place(new: Path, root: Path, checkpoint) -> None:  # type: ignore[no-untyped-def]
-    """NEW takes ROOT's place; the old set, left at NEW's name, is removed."""
-    if not exchange(new, root):
-        aside = root.with_name(f".{root.name}.port-old")
+def put_in_place(
+    new: Path,
+    root: Path,
+    checkpoint: Callable[[str], None],
+    swap: Callable[[Path, Path], bool] = exchange,
+) -> None:
+    """NEW takes ROOT's place (SWAP: the one-step exchange, False where the system has
+    none); the old set, left at NEW's name, is removed."""
+    if not swap(new, root):
+        aside = _aside(root)
         os.replace(root, aside)
         checkpoint("port.aside")
         os.replace(new, root)
