@@ -260,7 +260,9 @@ def ported_reference(
     return fixes(reference.patches)
 
 
-@pytest.mark.parametrize("point", ["port.adoption-retry", "port.built", "port.swapped"])
+@pytest.mark.parametrize(
+    "point", ["port.adoption-retry", "port.building", "port.built", "port.swapped"]
+)
 def test_a_kill_leaves_the_set_as_it_was_or_fully_ported(
     practice: Sandbox, ported_reference: dict[str, bytes], point: str
 ) -> None:
@@ -279,10 +281,14 @@ def test_a_kill_leaves_the_set_as_it_was_or_fully_ported(
     assert leftovers == []
 
 
-def test_abort_after_a_kill_past_the_swap_puts_the_old_set_back(practice: Sandbox) -> None:
+@pytest.mark.parametrize("point", ["port.building", "port.swapped"])
+def test_abort_after_a_kill_puts_the_old_set_back_and_leaves_nothing(
+    practice: Sandbox, point: str
+) -> None:
     original = files_of(practice.patches)
-    code, _ = port(practice, "--onto", MOVED, env={"PATCHKEEPER_STOP_AT_PHASE": "port.swapped"})
-    assert code == -9 and files_of(practice.patches) != original
+    code, _ = port(practice, "--onto", MOVED, env={"PATCHKEEPER_STOP_AT_PHASE": point})
+    assert code == -9
+    assert (files_of(practice.patches) != original) == (point == "port.swapped")
     code, doc = port(practice, "--abort")
     assert code == 0, doc
     assert files_of(practice.patches) == original

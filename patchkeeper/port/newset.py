@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkeeper.install.files import sync_folder
+from patchkeeper.install.journal import checkpoint
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.load import inspect_patch_set
 from patchkeeper.port.state import NEW_VARIANT, REFRESH, WIDEN, Decision, PortState, diff_file
@@ -126,6 +127,7 @@ def build(state_dir: Path, state: PortState, folder: Path) -> None:
     # A set at the top of its repository keeps its .git in place; a copy to --out does not.
     skipped = ("__pycache__",) if state.out is None else ("__pycache__", ".git")
     shutil.copytree(root, folder, symlinks=True, ignore=shutil.ignore_patterns(*skipped))
+    checkpoint("port.building")
     try:
         for decision in state.decisions:
             _write_decision(state_dir, state, folder, decision)
@@ -179,6 +181,11 @@ def exchange(one: Path, other: Path) -> bool:
     if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EPERM):
         return False
     raise OSError(code, os.strerror(code), str(other))
+
+
+def draft_folder(target: Path) -> Path:
+    """Where the ported set is built: beside TARGET (the set, or --out), hidden."""
+    return target.with_name(f".{target.name}.port-new")
 
 
 def put_in_place(

@@ -173,7 +173,7 @@ def _proceed(where: Where, state: PortState) -> PortReport:
         report.notes.append(f"nothing to write: {state.patches} stays as it is")
         return report
     target = Path(state.out or state.patches)
-    folder = target.with_name(f".{target.name}.port-new")
+    folder = newset.draft_folder(target)
     newset.build(install.state_dir, state, folder)
     state.phase, state.new_folder = SWAPPING, str(folder)
     state.new_inode = os.stat(folder).st_ino
@@ -286,6 +286,8 @@ def abort(install: Install) -> PortReport:
         raise UserError(f"{install.path}: no port is in progress")
     if state.phase == SWAPPING:
         newset.undo_swap(state)
+    else:  # a build cut short by a kill leaves its draft
+        shutil.rmtree(newset.draft_folder(Path(state.out or state.patches)), ignore_errors=True)
     remove(install.state_dir)
     report = _report(state, ABORTED)
     report.notes.append(f"the patch set {state.patches} is as it was before the port")
