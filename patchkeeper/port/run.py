@@ -3,7 +3,8 @@
 set folder changes once, at the end (newset.py).
 
 For tests, PATCHKEEPER_STOP_AT_PHASE=POINT kills the process at `port.NAME` (after patch NAME
-is decided), `port.built` (the new set built, not in place), `port.aside` and `port.swapped`.
+is decided), `port.building` (the draft copied, not written), `port.built` (the new set built,
+not in place), `port.aside` and `port.swapped`.
 """
 
 from __future__ import annotations
