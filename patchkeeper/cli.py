@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "smoke": "smoke",
     "doctor": "doctor",
     "fleet": "fleet",
+    "port": "port",
 }
 
 # name -> the first line of its help, for `patchkeeper --help` without importing every
@@ -70,6 +71,7 @@ SUMMARIES: dict[str, str] = {
     "smoke": "Run behavioural smoke checks against the install with its own interpreter.",
     "doctor": "Say whether the install is safe to update unattended; exit 0 only when all hold.",
     "fleet": "Roll an upstream update out to many installs with Ansible, and report on it.",
+    "port": "Carry the patch set onto a new upstream release REF, variant by variant.",
 }
 
 

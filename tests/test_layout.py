@@ -24,6 +24,7 @@ RANKS = {
     "engine": 3,
     "proof": 4,
     "update": 5,
+    "port": 5,  # a peer of update: neither imports the other
     "report": 6,
     "fleet": 7,
     "demo": 7,

@@ -91,6 +91,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
         run("status", *where),
         run("check", "--ref", "HEAD", "--ref", "v1.0.0", *where),
         run("lint", "--patches", patches),
+        run("port", "--onto", "v1.0.0", *where),
         run("smoke", *where),
         run("doctor", *where),
         run("apply", *where),
@@ -135,7 +136,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
         ["status"], ["apply"], ["unapply"], ["check", "--ref", "HEAD"], ["smoke"],
         ["record", "x", "--path", "x.py", "-m", "X"], ["refresh", "x"], ["update"],
         ["recover"], ["leftovers"], ["leftovers", "restore", "0123456789"],
-        ["leftovers", "drop", "0123456789"], ["fleet", "ready"],
+        ["leftovers", "drop", "0123456789"], ["fleet", "ready"], ["port", "--onto", "HEAD"],
     ):  # fmt: skip
         out.append(run(*words, *missing))
     out.append(run("fleet", "report", tmp / "no-such-reports"))

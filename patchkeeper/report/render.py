@@ -128,6 +128,10 @@ _LEFTOVERS = {
     "leftovers": [], "updater_backups": [], "leftover": None, "clean": None, "written": [],
     "conflicts": [], "backup_ref": None, "undo": None, "patches": [],
 }  # fmt: skip
+_PORT = {
+    "status": None, "onto": None, "commit": None, "version": None, "patch_set": None,
+    "out": None, "patches": [], "conflict": None, "smoke": None, "next_step": None, "notes": [],
+}  # fmt: skip
 DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "status": _TREE,
     "apply": {**_TREE, "smoke": None},
@@ -145,6 +149,7 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "demo": {"sandbox": None, "steps": [], **_UPDATE},
     "fleet report": {"reports_dir": None, "counts": {}, "hosts": [], "patches": []},
     "fleet ready": {"install": None, "patch_set": None, "patches": []},
+    "port": _PORT,
 }
 
 
