@@ -129,6 +129,8 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     )
     ledgers.write_jobs(home, [ledgers.job("d1g3st"), ledgers.job("b4ckup")])
     out.append(run("audit", "--home", home, "--days", "3"))
+    out.append(run("init", tmp / "own-set"))
+    out.append(run("init", tmp / "own-set"))  # not empty now: the error document
 
     missing = ["--install", tmp / "no-such-install", "--patches", patches]
     for words in (

@@ -133,6 +133,7 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "apply": {**_TREE, "smoke": None},
     "unapply": _TREE,
     "record": _TREE,
+    "init": {"patch_set": None, "source": None, "files": [], "patches": []},
     "refresh": _TREE,
     "check": {"patch_set": None, "selection": None, "targets": [], "patches": []},
     "lint": {"patch_set": None, "problems": [], "patches": []},
