@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "smoke": "smoke",
     "doctor": "doctor",
     "fleet": "fleet",
+    "timer": "timer",
 }
 
 # name -> the first line of its help, for `patchkeeper --help` without importing every
@@ -72,6 +73,7 @@ SUMMARIES: dict[str, str] = {
     "smoke": "Run behavioural smoke checks against the install with its own interpreter.",
     "doctor": "Say whether the install is safe to update unattended; exit 0 only when all hold.",
     "fleet": "Roll an upstream update out to many installs with Ansible, and report on it.",
+    "timer": "Run `patchkeeper update` daily: install the systemd timer, or print a cron line.",
 }
 
 

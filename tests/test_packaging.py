@@ -107,6 +107,8 @@ def test_the_wheel_holds_the_patch_set_the_sandbox_data_and_the_playbook(
     expected |= {f"patchkeeper/demo/upstream/{p}" for p in tracked("patchkeeper/demo/upstream")}
     expected |= {f"patchkeeper/demo/releases/{p}" for p in tracked("patchkeeper/demo/releases")}
     expected |= {"patchkeeper/fleet/rollout.yml"}
+    expected |= {f"patchkeeper/systemd/{p}" for p in tracked("patchkeeper/systemd")}
+    assert "patchkeeper/systemd/user/patchkeeper-update.timer" in expected
     assert "patchkeeper/_patches/series" in expected
     assert "patchkeeper/demo/upstream/hermes" in expected
     missing = sorted(expected - names)
