@@ -210,7 +210,7 @@ def _wants_json(argv: list[str]) -> bool:
 # Subcommands (and `leftovers` actions) whose documents carry their own command name.
 _NAMED_PARTS: dict[str, tuple[str, ...]] = {
     "fleet": ("playbook", "report", "ready"),
-    "leftovers": ("restore", "drop"),
+    "leftovers": ("show", "restore", "drop"),
 }
 
 
@@ -283,8 +283,10 @@ def main() -> None:
     _start_up_loading()
     import click
 
-    try:
-        code = _group().main(standalone_mode=False)
+    from patchkeeper.report.render import use_colour
+
+    try:  # click drops colour off a terminal unless told: FORCE_COLOR tells it
+        code = _group().main(standalone_mode=False, color=use_colour() or None)
     except click.exceptions.Abort:
         _fail("aborted", 1)
     except click.ClickException as exc:

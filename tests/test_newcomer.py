@@ -242,8 +242,8 @@ def test_the_documented_pre_commit_hooks_run(sandbox, tmp_path: Path) -> None:  
     assert broken.returncode != 0 and "no-such.patch" in broken.stdout, broken.stdout
 
 
-def test_the_shipped_hook_manifest_is_valid() -> None:
-    env = pre_commit_env(Path("/nonexistent"))
+def test_the_shipped_hook_manifest_is_valid(tmp_path: Path) -> None:
+    env = pre_commit_env(tmp_path)  # pre-commit's home in the test's own temp dir
     proc = pre_commit(ROOT, env, "validate-manifest", ".pre-commit-hooks.yaml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

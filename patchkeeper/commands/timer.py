@@ -15,6 +15,8 @@ from pathlib import Path
 
 import click
 
+from patchkeeper.commands.common import WholeSummaries
+
 UNITS = ("patchkeeper-update.service", "patchkeeper-update.timer")
 SHIPPED = Path(__file__).resolve().parent.parent / "systemd"
 _DEFAULT_EXEC = " sh patchkeeper\n"  # the end of the shipped ExecStart: the command to run
@@ -52,7 +54,7 @@ def unit_dir(variant: str) -> Path:
     return Path(config) / "systemd" / "user"
 
 
-@click.group("timer")
+@click.group("timer", cls=WholeSummaries)
 def command() -> None:
     """Run `patchkeeper update` daily: install the systemd timer, or print a cron line.
 
