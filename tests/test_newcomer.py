@@ -167,7 +167,7 @@ def pip_install(spec: str, target: Path) -> Path:
     the test extras instead of the network."""
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), spec],
+         "--no-index", "--no-cache-dir", "--target", str(target), spec],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

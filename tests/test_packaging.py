@@ -156,7 +156,7 @@ def installed(built: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory)
     python = env_dir / "bin" / "python"
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-         "--no-index", str(next(dist.glob("*.whl")))],
+         "--no-index", "--no-cache-dir", str(next(dist.glob("*.whl")))],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
