@@ -154,11 +154,15 @@ def installed(built: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory)
     env_dir = tmp_path_factory.mktemp("venv") / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
+    # Away from the checkout and PYTHONPATH: an egg-info there (`pip install -e .` makes one)
+    # of the same version would make pip answer "already installed" and install nothing.
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
          "--no-index", "--no-cache-dir", str(next(dist.glob("*.whl")))],
-        capture_output=True, text=True, check=False,
+        cwd=env_dir, env=clean, capture_output=True, text=True, check=False,
     )  # fmt: skip
+    assert (env_dir / "bin" / "patchkeeper").is_file(), proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stdout + proc.stderr
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
                               "['purelib'])"], capture_output=True, text=True,
