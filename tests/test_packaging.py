@@ -144,6 +144,7 @@ def test_the_wheel_ships_the_schemas_and_the_project_urls(built: tuple[Path, str
     assert "patchkeeper/_schemas/common.schema.json" in schemas
     assert not sorted(schemas - names)
     assert wheel_metadata(dist).get_all("Project-URL")
+    assert any(n.endswith(".data/data/share/man/man1/patchkeeper.1") for n in names)
 
 
 @pytest.fixture(scope="module")
