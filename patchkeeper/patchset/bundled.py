@@ -6,7 +6,6 @@ whole, so nothing of an operator's is ever written there (`is_packaged`)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent  # patchkeeper/
@@ -35,6 +34,8 @@ def _copied(name: str) -> bool:
 def copy_bundled(target: Path) -> list[str]:
     """Copy the bundled set into TARGET (made if missing, empty otherwise: the caller checks);
     the files written, relative to TARGET, sorted."""
+    import shutil  # here: every command loads this module, only `init` copies
+
     source = bundled_patches()
     written: list[str] = []
     for path in sorted(source.rglob("*")):
