@@ -163,7 +163,7 @@ def fleet(sandbox: Sandbox, tmp_path: Path) -> Fleet:
 
 
 def play(
-    fleet: Fleet, *extra: str, cwd: Path | None = None, **variables: Any
+    fleet: Fleet, *extra: str, cwd: Path | None = None, pwd: bool = True, **variables: Any
 ) -> subprocess.CompletedProcess[str]:
     """`ansible-playbook` of the shipped playbook on the fleet's inventory, run from CWD
     (default: the fleet's root) with PWD set as a shell sets it."""
@@ -187,6 +187,8 @@ def play(
         "LC_ALL": "C.UTF-8",  # ansible-core refuses to start under a locale that is not UTF-8
         "PWD": str(cwd),
     }
+    if not pwd:  # started by a program, not a shell: no PWD to say where the operator is
+        del env["PWD"]
     proc = subprocess.run(
         [sys.executable, "-m", "ansible", "playbook", "-i", str(fleet.inventory),
          str(fleet.playbook), "-e", json.dumps(settings), *extra],
@@ -323,6 +325,10 @@ def test_a_relative_reports_dir_is_where_the_operator_stands(fleet: Fleet) -> No
                             env={**os.environ, "NO_COLOR": "1"})  # fmt: skip
     assert report.returncode == 3, report.stdout + report.stderr
     assert "conflict (preview)" in report.stdout and "fleet: 4 hosts" in report.stdout
+
+    unplaced = play(fleet, patchkeeper_reports_dir="reports/B", pwd=False)
+    assert unplaced.returncode == 2 and "is relative and PWD is not set" in unplaced.stdout
+    assert not (fleet.root / "reports" / "B").exists()
 
 
 def hold_lock(host: Host) -> subprocess.Popen[str]:

@@ -207,6 +207,8 @@ def test_record_never_writes_into_the_installed_package(installed: Path, tmp_pat
     refused = installed_run(installed, home, "record", "mine", "--path", "tool.py", "-m", "Mine")
     assert refused.returncode == 2, refused
     assert refused.stderr.count("\n") == 1 and "patchkeeper init" in refused.stderr
+    refreshed = installed_run(installed, home, "refresh", "schema-once")
+    assert refreshed.returncode == 2 and "patchkeeper init" in refreshed.stderr, refreshed
     named = installed_run(installed, home, "record", "mine", "--path", "tool.py", "-m", "Mine",
                           "--patches", packaged)  # fmt: skip
     assert named.returncode == 2, named  # the package's copy, however named
