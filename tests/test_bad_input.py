@@ -42,6 +42,13 @@ BINARY = (
     "GIT binary patch\nliteral 4\nLcmZ?wbhEPl\n\nliteral 0\nHcmV?d00001\n"
 )
 
+GITLINK = (
+    "diff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\nindex 0000000..1234567\n"
+    "--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n"
+    "+Subproject commit 1234567890123456789012345678901234567890\n"
+)
+MODE_ONLY = "diff --git a/app.py b/app.py\nold mode 100644\nnew mode 100755\n"
+
 # name -> (patch set files given the good diff, the file the error must name, words it must say)
 CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
     "duplicate header of our own": (
@@ -69,6 +76,31 @@ CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
         lambda d: {"fix.patch": patch_text(d.replace("--- a/app.py", "--- /etc/passwd"))},
         "fix.patch",
         "absolute path",
+    ),
+    "plain diff with an absolute path": (  # issue 26 item 12: -p1 made it app.py, applied
+        lambda d: {
+            "fix.patch": patch_text(
+                d.split("\n", 2)[2].replace("--- a/app.py", "--- /app.py")
+                .replace("+++ b/app.py", "+++ /app.py")
+            )
+        },
+        "fix.patch",
+        "'/app.py': absolute path",
+    ),
+    "gitlink": (  # issue 26 item 6: was "applied", exit 0, nothing written, then pending
+        lambda d: {"fix.patch": patch_text(GITLINK)},
+        "fix.patch",
+        "a submodule (gitlink, mode 160000)",
+    ),
+    "setuid mode": (  # issue 26 item 6: written as a plain 100755 and called applied
+        lambda d: {"fix.patch": patch_text(MODE_ONLY.replace("100755", "104755"))},
+        "fix.patch",
+        "mode 104755 is not one git keeps",
+    ),
+    "mode 100777": (
+        lambda d: {"fix.patch": patch_text(MODE_ONLY.replace("100755", "100777"))},
+        "fix.patch",
+        "mode 100777 is not one git keeps",
     ),
     ".git target": (
         lambda d: {"fix.patch": patch_text(with_path(d, ".git/hooks/pre-commit"))},
