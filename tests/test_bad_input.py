@@ -117,6 +117,39 @@ CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
         "series",
         "does not exist",
     ),
+    # issue 26 item 12: each was read as an empty patch, already-applied, exit 0 everywhere
+    "series lists itself": (
+        lambda d: {"fix.patch": patch_text(d), "series": "fix.patch\nseries\n"},
+        "series:2",
+        "'series' is the set's own series, not a patch",
+    ),
+    "series lists patchkeeper.toml": (
+        lambda d: {
+            "fix.patch": patch_text(d),
+            "patchkeeper.toml": "[install]\n",
+            "series": "fix.patch\npatchkeeper.toml\n",
+        },
+        "series:2",
+        "'patchkeeper.toml' is the set's own patchkeeper.toml, not a patch",
+    ),
+    "series lists a smoke check": (
+        lambda d: {
+            "fix.patch": patch_text(d),
+            "smoke/proof.py": "print()\n",
+            "series": "fix.patch\nsmoke/proof.py\n",
+        },
+        "series:2",
+        "'smoke/proof.py' is a smoke check, not a patch",
+    ),
+    "series lists the README": (
+        lambda d: {
+            "fix.patch": patch_text(d),
+            "README.md": "# set\n",
+            "series": "fix.patch\nREADME.md\n",
+        },
+        "series:2",
+        "'README.md' is the set's README, not a patch",
+    ),
     "patch not in series": (
         lambda d: {
             "fix.patch": patch_text(d),
@@ -171,6 +204,10 @@ def write_set(root: Path, files: dict[str, str | bytes]) -> Path:
 # ranges away from the version in use, which only lint judges; every other case is one patch
 # file that cannot be read or is unsafe: that patch is `invalid` and the others go on (issue 17).
 SET_CASES = {
+    "series lists itself",
+    "series lists patchkeeper.toml",
+    "series lists a smoke check",
+    "series lists the README",
     "missing series entry",
     "patch not in series",
     "variants that both claim the version in use",
