@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -344,6 +345,35 @@ def test_install_that_is_not_a_git_repo(tmp_path: Path, repo: Path) -> None:
     proc = run_cli("status", "--install", plain, "--patches", patches)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"patchkeeper: error: {plain}: not a git repository"
+
+
+@pytest.mark.parametrize("owner", ["git's test switch", "chown"])
+def test_an_install_owned_by_another_user_is_said_as_git_says_it(
+    owner: str, tmp_path: Path, repo: Path
+) -> None:
+    """Issue 26 item 12: git's safe.directory refusal was reported as "a bare repository is
+    not an install" (exit 2). Another owner is made for real by chown as root; as any user,
+    by git's own GIT_TEST_ASSUME_DIFFERENT_OWNER, which runs the same ownership check."""
+    env = {**os.environ, "NO_COLOR": "1"}
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    if owner == "chown":
+        if os.geteuid() != 0:
+            pytest.skip("only root can give the install to another user")
+        for path in [repo, *repo.rglob("*")]:
+            os.lchown(path, 65534, 65534)
+    else:
+        env["GIT_TEST_ASSUME_DIFFERENT_OWNER"] = "1"
+    for command in ("status", "apply"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "patchkeeper", command, "--install", repo, "--patches", patches],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 7, (proc.stdout, proc.stderr)
+        assert proc.stderr.strip() == (
+            f"patchkeeper: error: {repo}: git refuses it: dubious ownership (the repository "
+            "belongs to another user); if you trust it: git config --global --add "
+            f"safe.directory {repo}"
+        )
 
 
 def test_missing_install(tmp_path: Path, repo: Path) -> None:
