@@ -179,8 +179,7 @@ def _set_file(root: Path, entry: str, where: Path | None, real: RealPaths) -> st
     if where is not None and where in own:
         what = f"the set's own {own[where]}"
     elif where is not None and any(
-        (checks := real(root / folder)) is not None
-        and (checks == where or checks in where.parents)
+        (checks := real(root / folder)) is not None and (checks == where or checks in where.parents)
         for folder in NOT_PATCHES
     ):
         what = "a smoke check"
