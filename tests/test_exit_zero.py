@@ -26,7 +26,16 @@ import pytest
 
 from patchkeeper.install import trees
 from patchkeeper.install.checkout import open_install
-from tests.helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text, write_patch_set
+from tests.helpers import (
+    GIT_ID,
+    NO_CHECK,
+    commit_files,
+    diff_of,
+    git,
+    make_repo,
+    patch_text,
+    write_patch_set,
+)
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 FIXED = LINES.replace("line 10\n", "line 10 fixed\n")
@@ -314,7 +323,7 @@ def with_smoke_check(w: World, python: str | None) -> None:
     check.parent.mkdir()
     check.write_text('import json\nprint(json.dumps({"check": "ok", "verdict": "pass"}))\n')
     patch = w.patches / "fix.patch"
-    patch.write_text(patch.read_text().replace("Description:", "Smoke: ok\nDescription:", 1))
+    patch.write_text(patch.read_text().replace(f"Smoke: {NO_CHECK}", "Smoke: ok", 1))
     w.write_config(python=python)
 
 

@@ -166,6 +166,11 @@ def apply_patches(
         variant = patch_set.by_name(result.name)
         selected = variant.select(version.version) if variant else None
         written = classification.patch_diff(result)
+        if written is None and result.outcome in oc.WRITES and result.name in recorded_before:
+            # Its patch file changed, not what it writes (a header): taken out and put back,
+            # the tree is as it was; recorded anew with the same diff, else the stale record
+            # would say "re-applying" forever.
+            written = written_diff(install.state_dir, recorded_before[result.name])
         if not result.recorded or (written is not None and result.outcome not in oc.WRITES):
             records.pop(result.name, None)  # its content is gone, or was taken out just now
         if result.outcome in oc.WRITES and selected and written is not None:
