@@ -33,7 +33,9 @@ def command(
     Typical use: `apply` reported a conflict; edit the files by hand until the fix is right
     on the new upstream, then refresh. The header is kept; Base and Last-Update are renewed.
     Of a patch that is not in place, the files your fix leaves as upstream has them (a module
-    the patch creates) are kept as the patch has them, and written to the work tree.
+    the patch creates) are kept as the patch has them, and written to the work tree. An edit
+    of yours elsewhere in the patch's files (one that changes none of the patch's lines, away
+    from its hunks) is left out of the patch and named; it stays in the work tree as yours.
     It runs [install] version_command (when set) to pick the variant.
 
     \b
@@ -49,6 +51,11 @@ def command(
         f"kept {path} as the patch has it (your fix does not touch it), and wrote "
         "it to the work tree"
         for path in refreshed.kept
+    ]
+    notes += [
+        f"left out {where}: an edit there is not part of {name} (it changes none of the "
+        "patch's lines, away from its hunks); it stays in the work tree as yours"
+        for where in refreshed.left_out
     ]
     if as_json:
         written_json(

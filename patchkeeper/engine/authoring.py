@@ -22,6 +22,7 @@ from pathlib import Path
 
 from patchkeeper.engine.apply_output import failed_files
 from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.own_hunks import own_hunks
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff
@@ -219,6 +220,7 @@ class Refreshed:
 
     path: Path  # the patch file written
     kept: tuple[str, ...]  # files kept from the patch as written, and written to the work tree
+    left_out: tuple[str, ...] = ()  # FILE:LINE of each edit in its files that is not the patch's
 
 
 def refresh_patch(
@@ -230,9 +232,12 @@ def refresh_patch(
     variant = patch.select(version.version)
     if variant is None:
         raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
-    in_place = name in load_applied(install.state_dir)
+    records = load_applied(install.state_dir)
+    in_place = name in records
     taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
-    diff = taken.diff
+    # Only the patch's own hunks: an edit of the operator's elsewhere in its files stays theirs.
+    recorded = written_diff(install.state_dir, records[name]) if in_place else b""
+    diff, left_out = own_hunks(taken.diff, recorded + variant.diff)
     if not diff:
         raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
     original = variant.path.read_bytes().decode("utf-8")  # no newline translation
@@ -243,4 +248,4 @@ def refresh_patch(
     _write_checked(variant.path, text)
     relative = str(variant.path.relative_to(patch_set.root))
     _record_applied(install, name, relative, text, diff)
-    return Refreshed(variant.path, taken.kept)
+    return Refreshed(variant.path, taken.kept, tuple(left_out))
