@@ -115,9 +115,9 @@ def test_refresh_leaves_out_an_edit_of_yours_elsewhere_in_the_file_and_unapply_k
 ) -> None:
     """Issue 26 item 8: the operator reworks the fix at line 10 and, for reasons of their own,
     adds a line after line 23 of the same file (between the patch's two hunks). refresh took
-    it into the patch, and a later unapply
-    (exit 0) deleted the operator's line. The patch takes only its own hunk; line 30 is named
-    as left out and stays the operator's, through unapply too."""
+    it into the patch, and a later unapply (exit 0) deleted the operator's line. The patch
+    takes only its own hunks; the new line 24 is named as left out and stays the operator's,
+    through unapply too."""
     lines = "".join(f"line {n}\n" for n in range(1, 41))
     repo = make_repo(tmp_path / "up", {"app.py": lines}, tag="v1.0.0")
     fixed = lines.replace("line 10\n", "line 10 fixed\n").replace("line 36\n", "line 36 too\n")
