@@ -91,6 +91,7 @@ def unchecked_notes(patch_set: PatchSet, results: Iterable[PatchResult]) -> list
             and variant is not None
             and not variant.smoke
             and variant.unchecked is None
+            and not variant.empty  # nothing of it is in the tree to prove
         ):
             notes.append(
                 f"{result.name} is in place, but no smoke check proves it: name one in the "
