@@ -34,6 +34,7 @@ def test_record_captures_only_the_users_change(tmp_path: Path) -> None:
         "--install", repo, "--patches", patches,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    assert "note: new-fix names no smoke check yet: add `Smoke: CHECK`" in proc.stdout
     text = (patches / "new-fix.patch").read_text()
     assert "Description: Fix thirty\n" in text
     assert "Applies-To: >=0.21\n" in text  # open-ended: never expires by itself
