@@ -299,7 +299,9 @@ def test_a_patch_of_a_crlf_file_is_not_mangled(tmp_path: Path) -> None:
     diff = subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=True).stdout
     git(repo, "checkout", "--", "dos.txt")
     patches = write_patch_set(tmp_path / "ps", {})
-    (patches / "fix.patch").write_bytes(b"Description: CRLF content\n---\n" + diff)
+    (patches / "fix.patch").write_bytes(
+        b"Description: CRLF content\nSmoke: none (a test fixture)\n---\n" + diff
+    )
     (patches / "series").write_text("fix.patch\n")
     assert cli("lint", "--patches", patches).returncode == 0
     proc = cli("apply", "--install", repo, "--patches", patches)
@@ -486,6 +488,7 @@ QUILT = """\
 Description: Fix line 5
 Origin: vendor
 Forwarded: no
+Smoke: none (a test fixture)
 
 Index: app/app.py
 ===================================================================
@@ -523,7 +526,10 @@ def test_a_plain_quilt_patch_is_accepted(repo: Path, tmp_path: Path) -> None:
 
 
 def test_a_quilt_patch_after_a_dep3_separator(repo: Path, tmp_path: Path) -> None:
-    text = "Description: Fix line 5\n---\n" + good_diff(repo).split("\n", 2)[2]  # no diff --git
+    text = (
+        "Description: Fix line 5\nSmoke: none (a fixture)\n---\n"
+        + good_diff(repo).split("\n", 2)[2]
+    )  # no diff --git
     assert "diff --git" not in text
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": text})
     proc = cli("apply", "--install", repo, "--patches", patches)

@@ -166,6 +166,7 @@ def test_a_chatty_updater_leaves_a_capped_log(
 
 
 IGNORED_PATCH = """Description: a generated module the install ignores, and its user
+Smoke: none (a test fixture)
 ---
 diff --git a/app/b.py b/app/b.py
 --- a/app/b.py
@@ -200,6 +201,7 @@ def test_a_patch_that_creates_an_ignored_file_is_carried_across_an_update(
 
 
 LINKED_PATCH = """Description: a fix named through a symlinked folder
+Smoke: none (a test fixture)
 ---
 diff --git a/alias/b.py b/alias/b.py
 --- a/alias/b.py
