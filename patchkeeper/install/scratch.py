@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from patchkeeper.install import git
+from patchkeeper.install.mode_check import mode_refusal
 from patchkeeper.install.tempfolders import new_folder, remove_folder
-from patchkeeper.patchset.modechanges import starting_modes
 
 
 class Scratch:
@@ -177,7 +177,8 @@ class ScratchIndex:
         starting mode the index does not hold fails as git's own refusals do (see
         `_mode_refusal`).
         """
-        if (refused := self._mode_refusal(diff, "--reverse" in flags or "-R" in flags)) is not None:
+        reverse = "--reverse" in flags or "-R" in flags
+        if (refused := mode_refusal(self.repo, self.env, diff, reverse=reverse)) is not None:
             return refused
         proc = self._git(["apply", "--cached", "-v", *flags], stdin=diff, check=False)
         if proc.returncode < 0:
@@ -185,36 +186,6 @@ class ScratchIndex:
         if "--check" not in flags:
             self._changed()
         return proc
-
-    def modes(self, paths: Iterable[str]) -> dict[str, str]:
-        """The mode of each of PATHS' entries this index holds."""
-        listed = self._git(["ls-files", "-s", "-z", "--", *sorted(set(paths))]).stdout
-        entries = (entry.split(b"\t", 1) for entry in listed.split(b"\0") if b"\t" in entry)
-        return {
-            name.decode(errors="surrogateescape"): info.split()[0].decode()
-            for info, name in entries
-        }
-
-    def _mode_refusal(self, diff: bytes, reverse: bool) -> Completed | None:
-        """git apply --cached does not check a mode change's starting mode: a patch making a
-        file executable "applies" to one that is executable already, changing nothing, so a
-        fix would be called written (or in place) while the tree says otherwise. Checked here:
-        a failed run, in git's words, when the index holds another mode; else None."""
-        expected = starting_modes(diff, reverse=reverse)
-        if not expected:
-            return None
-        found = self.modes(expected)
-        wrong = [path for path, mode in expected.items() if found.get(path, mode) != mode]
-        if not wrong:
-            return None
-        said = "".join(
-            f"error: {path} has mode {found[path]}, expected {expected[path]}\n"
-            f"error: {path}: patch does not apply\n"
-            for path in wrong
-        )
-        return Completed(
-            ["git", "apply", "--cached"], 1, b"", said.encode(errors="surrogateescape")
-        )
 
     def _crashed(self, proc: Completed) -> Completed:
         """git died of a signal on this input (git 2.39 aborts on some malformed headers):
