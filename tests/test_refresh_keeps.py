@@ -133,10 +133,28 @@ def test_refresh_leaves_out_an_edit_of_yours_elsewhere_in_the_file_and_unapply_k
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (
         "note: left out app.py:24: an edit there is not part of fix (it changes none of the "
-        "patch's lines, away from its hunks); it stays in the work tree as yours"
+        "patch's lines, away from its hunks); it stays in the work tree as yours (if it is part "
+        "of the fix: refresh --whole-files)"
     ) in proc.stdout
     text = (patches / "fix.patch").read_text()
     assert "+line 10 fixed better" in text and "+line 36 too" in text and "operator" not in text
     assert run_cli("status", *args).returncode == 0
     assert run_cli("unapply", *args).returncode == 0
     assert app.read_text() == lines.replace("line 23\n", "line 23\n# the operator's own note\n")
+
+
+def test_refresh_whole_files_takes_an_edit_away_from_the_hunks(tmp_path: Path) -> None:
+    """A fix rewritten away from where the patch had it is the operator's call to take."""
+    lines = "".join(f"line {n}\n" for n in range(1, 41))
+    repo = make_repo(tmp_path / "up", {"app.py": lines}, tag="v1.0.0")
+    diff = diff_of(repo, {"app.py": lines.replace("line 10\n", "line 10 fixed\n")})
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    args = ("--install", repo, "--patches", patches)
+    assert run_cli("apply", *args).returncode == 0
+    app = repo / "app.py"
+    app.write_text(app.read_text().replace("line 30\n", "line 30 also part of the fix\n"))
+    proc = run_cli("refresh", "fix", "--whole-files", *args)
+    assert proc.returncode == 0 and "left out" not in proc.stdout, proc.stdout + proc.stderr
+    assert "+line 30 also part of the fix" in (patches / "fix.patch").read_text()
+    assert run_cli("unapply", *args).returncode == 0
+    assert app.read_text() == lines

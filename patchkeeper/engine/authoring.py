@@ -96,7 +96,12 @@ def _diff_for(
         as_it_is = index.write_tree()
         _must_keep(index, sections, keep_from)
         write_trees(
-            install.path, install.state_dir, "refresh", as_it_is, index.write_tree(), kept,
+            install.path,
+            install.state_dir,
+            "refresh",
+            as_it_is,
+            index.write_tree(),
+            kept,
             env=index.env,
         )
         return _Taken(diff, tuple(kept))
@@ -224,8 +229,15 @@ class Refreshed:
 
 
 def refresh_patch(
-    install: Install, patch_set: PatchSet, version: VersionInfo, name: str
+    install: Install,
+    patch_set: PatchSet,
+    version: VersionInfo,
+    name: str,
+    *,
+    whole_files: bool = False,
 ) -> Refreshed:
+    """Rewrite patch NAME from the work tree: only its own hunks (own_hunks.py), or with
+    WHOLE_FILES every change in its files (a fix rewritten away from where it stood)."""
     patch = patch_set.by_name(name)
     if patch is None:
         raise UserError(f"{patch_set.root / 'series'}: no patch named {name!r}")
@@ -237,7 +249,9 @@ def refresh_patch(
     taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
     # Only the patch's own hunks: an edit of the operator's elsewhere in its files stays theirs.
     recorded = written_diff(install.state_dir, records[name]) if in_place else b""
-    diff, left_out = own_hunks(taken.diff, recorded + variant.diff)
+    diff, left_out = (
+        (taken.diff, []) if whole_files else own_hunks(taken.diff, recorded + variant.diff)
+    )
     if not diff:
         raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
     original = variant.path.read_bytes().decode("utf-8")  # no newline translation
