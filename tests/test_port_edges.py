@@ -1,0 +1,67 @@
+"""`patchkeeper port` on patch sets shaped as operators keep them: a quilt series entry in a
+subfolder, DEP-3 headers with folded fields and fields patchkeeper does not know. Real git
+repositories in tmp_path, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.helpers import commit_files, diff_of, make_repo, run_json
+
+LINES = "".join(f"line {n}\n" for n in range(1, 31))
+HEADER = """Description: a fix
+ that says why over two folded lines,
+ and keeps saying it.
+Bug-Vendor: https://example.invalid/bugs/7
+X-Reviewed-By: someone
+Applies-To: >=1.0
+Forwarded: no
+---
+"""
+
+
+def moved_upstream(tmp_path: Path) -> Path:
+    """app.py at v1.0.0; at v2.0.0 four lines are added at its top (the fix moves down)."""
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    commit_files(repo, {"app.py": "new\n" * 4 + LINES}, "two", tag="v2.0.0")
+    return repo
+
+
+def outcomes(repo: Path, patches: Path) -> list[tuple[str, str]]:
+    code, doc = run_json("check", "--ref", "v1.0.0", "--ref", "v2.0.0",
+                         "--install", repo, "--patches", patches)  # fmt: skip
+    assert code == 0, doc
+    return [(t["ref"], t["patches"][0]["outcome"]) for t in doc["targets"]]
+
+
+def test_a_series_entry_in_a_subfolder_gets_its_folder_of_variants_there(tmp_path: Path) -> None:
+    """quilt allows `fixes/fix.patch` in series; the port made the new variant at
+    fixes/fix/fixes/fix-2.0.0.patch, whose folder is not there: an internal error, exit 1."""
+    repo = moved_upstream(tmp_path)
+    subprocess.run(["git", "checkout", "-q", "v1.0.0"], cwd=repo, check=True)
+    fix = diff_of(repo, {"app.py": LINES.replace("line 10\n", "line 10 fixed\n")})
+    patches = tmp_path / "ps"
+    (patches / "fixes").mkdir(parents=True)
+    (patches / "fixes" / "fix.patch").write_text(HEADER + fix)
+    (patches / "series").write_text("# ours\nfixes/fix.patch -p1  # the one fix\n")
+    assert outcomes(repo, patches) == [("v1.0.0", "applied"), ("v2.0.0", "applied-offset")]
+
+    code, doc = run_json("port", "--onto", "v2.0.0", "--install", repo, "--patches", patches)
+    assert code == 0, doc
+    [ported] = doc["patches"]
+    assert (ported["action"], ported["written"]) == ("new-variant", "fixes/fix/fix-2.0.0.patch")
+    assert (patches / "series").read_text() == "# ours\nfixes/fix -p1  # the one fix\n"
+    old = (patches / "fixes" / "fix" / "fix.patch").read_text()
+    new = (patches / ported["written"]).read_text()
+    assert old == HEADER.replace(">=1.0", ">=1.0, <2.0.0") + fix
+    # The header kept as written: folded lines, unknown fields, their order.
+    assert new.startswith(
+        "Description: a fix\n that says why over two folded lines,\n and keeps saying it.\n"
+        "Bug-Vendor: https://example.invalid/bugs/7\nX-Reviewed-By: someone\n"
+        "Applies-To: >=2.0.0\nForwarded: no\n"
+    )
+    code, linted = run_json("lint", "--patches", patches)
+    assert code == 0 and linted["problems"] == [], linted
+    assert outcomes(repo, patches) == [("v1.0.0", "applied"), ("v2.0.0", "applied")]
+
