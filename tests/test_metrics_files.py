@@ -72,3 +72,30 @@ def test_a_metrics_file_the_machine_refuses_is_one_line_exit_7_and_no_temp_file(
         f"patchkeeper: error: {metrics}: {said}; what was being written was left as it was"
     ]
     assert list(folder.iterdir()) == []
+
+
+def test_the_fleet_counts_a_hosts_fixes_as_the_hosts_own_report_does(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """A host whose update wrote the fixes and whose smoke check then failed: its own file
+    says `unproven`, the fleet's said all in place (the host's smoke verdict was left out),
+    and an alert on unproven fixes stayed quiet on the fleet's file."""
+    check = sandbox.patches / "smoke" / "ledger_schema.py"
+    check.write_text('import json\nprint(json.dumps({"check": "ledger_schema", '
+                     '"verdict": "fail", "steps": []}))\n')  # fmt: skip
+    sandbox.publish("v0.21.5")
+    reports = tmp_path / "reports"
+    (reports / "web-1").mkdir(parents=True)
+    own = tmp_path / "update.prom"
+    proc = run_cli("update", *where(sandbox), "--json", "--metrics", own)
+    assert proc.returncode == 4, proc.stderr
+    (reports / "web-1" / "update.json").write_text(proc.stdout)
+    fleet = tmp_path / "fleet.prom"
+    assert run_cli("fleet", "report", reports, "--metrics", fleet).returncode == 4
+    promtool_accepts(fleet)
+
+    def fixes(path: Path) -> dict[str, float]:
+        return {got["state"]: v for n, got, v in samples(path) if n == "patchkeeper_fixes"}
+
+    assert fixes(own)["unproven"] > 0
+    assert fixes(fleet) == fixes(own)

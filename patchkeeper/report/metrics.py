@@ -162,7 +162,10 @@ def _fleet_samples(base: Mapping[str, str], document: Mapping[str, Any]) -> list
         samples.append(
             Sample("fleet_host_exit_code", tuple(labels.items()), -1 if code is None else code)
         )
-        samples += _patch_samples(labels, {"patches": host.get("patches") or []})
+        judged: dict[str, Any] = {"patches": host.get("patches") or []}
+        if host.get("smoke"):  # the host's smoke verdict proves its written fixes, or not
+            judged["smoke"] = {"status": host["smoke"]}
+        samples += _patch_samples(labels, judged)
     return samples
 
 
