@@ -28,8 +28,8 @@ def moved_upstream(tmp_path: Path) -> Path:
     return repo
 
 
-def outcomes(repo: Path, patches: Path) -> list[tuple[str, str]]:
-    code, doc = run_json("check", "--ref", "v1.0.0", "--ref", "v2.0.0",
+def outcomes(repo: Path, patches: Path, newer: str = "v2.0.0") -> list[tuple[str, str]]:
+    code, doc = run_json("check", "--ref", "v1.0.0", "--ref", newer,
                          "--install", repo, "--patches", patches)  # fmt: skip
     assert code == 0, doc
     return [(t["ref"], t["patches"][0]["outcome"]) for t in doc["targets"]]
@@ -65,3 +65,38 @@ def test_a_series_entry_in_a_subfolder_gets_its_folder_of_variants_there(tmp_pat
     assert code == 0 and linted["problems"] == [], linted
     assert outcomes(repo, patches) == [("v1.0.0", "applied"), ("v2.0.0", "applied")]
 
+
+
+def test_a_port_onto_an_older_release_keeps_the_variant_for_the_release_it_was_made_on(
+    tmp_path: Path,
+) -> None:
+    """The variant made on v3.0.0 (Base) is ported back onto v1.0.0, where it applies at an
+    offset: the new variant takes the range below v3.0.0. It took `>=1.0.0` and left the old
+    one `<1.0.0`, a range of releases it was never made for: v3.0.0, where it applied as it
+    is, was then judged with v1.0.0's diff (applied-offset)."""
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    commit_files(repo, {"app.py": "new\n" * 4 + LINES}, "three", tag="v3.0.0")
+    fix = diff_of(repo, {"app.py": ("new\n" * 4 + LINES).replace("line 10\n", "line 10 fixed\n")})
+    base = subprocess.run(["git", "rev-parse", "v3.0.0"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    patches = tmp_path / "ps"
+    patches.mkdir()
+    (patches / "fix.patch").write_text(f"Description: a fix\nBase: {base}\n---\n{fix}")
+    (patches / "series").write_text("fix.patch\n")
+    assert outcomes(repo, patches, "v3.0.0") == [("v1.0.0", "applied-offset"),
+                                                  ("v3.0.0", "applied")]  # fmt: skip
+
+    code, doc = run_json("port", "--onto", "v1.0.0", "--install", repo, "--patches", patches)
+    assert code == 0, doc
+    [ported] = doc["patches"]
+    assert (ported["action"], ported["applies_to"], ported["old_applies_to"]) == (
+        "new-variant", "<3.0.0", ">=3.0.0",
+    )  # fmt: skip
+    code, linted = run_json("lint", "--patches", patches)
+    assert code == 0 and linted["problems"] == [], linted
+    code, checked = run_json("check", "--ref", "v1.0.0", "--ref", "v3.0.0",
+                             "--install", repo, "--patches", patches)  # fmt: skip
+    judged = [t["patches"][0] for t in checked["targets"]]
+    assert [(p["outcome"], p["variant"]) for p in judged] == [
+        ("applied", "fix/fix-1.0.0.patch"), ("applied", "fix/fix.patch"),
+    ]  # fmt: skip

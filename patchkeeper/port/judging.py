@@ -91,8 +91,11 @@ def apply_on_tree(repo: Path, tree: str, diff: bytes) -> str:
         return index.write_tree()
 
 
-def decide(choice: Choice, result: PatchResult, version: Version, root: Path) -> Decision:
-    """What a port does with a patch that fared RESULT on the release."""
+def decide(
+    choice: Choice, result: PatchResult, version: Version, root: Path, made_for: Version | None
+) -> Decision:
+    """What a port does with a patch that fared RESULT on the release (MADE_FOR: as for
+    fresh_variant)."""
     variant, name = choice.variant, choice.patch.name
     relative = choice.relative(root)
     old_range = _range(variant)
@@ -108,16 +111,31 @@ def decide(choice: Choice, result: PatchResult, version: Version, root: Path) ->
         wider = ranges.widen(old_range, version, choice.others())
         why = f"applies as it is; Applies-To {old_range} widened to {wider}"
         return Decision(name, WIDEN, relative, result.outcome, why, applies_to=wider, smoke=smoke)
-    return fresh_variant(choice, result.outcome, _how(result), version, root)
+    return fresh_variant(choice, result.outcome, _how(result), version, root, made_for)
 
 
 def fresh_variant(
-    choice: Choice, outcome: str, evidence: str, version: Version, root: Path
+    choice: Choice,
+    outcome: str,
+    evidence: str,
+    version: Version,
+    root: Path,
+    made_for: Version | None = None,
 ) -> Decision:
     """A refreshed variant for the release: a new one with the ranges split there, or the
-    variant rewritten in place when its range starts at the release (nothing below to keep)."""
+    variant rewritten in place when its range starts at the release (nothing below to keep).
+    MADE_FOR: the later release the variant was made on (its `Base`), when the port goes back
+    to an older one: the new variant takes the range below MADE_FOR, the old one keeps the
+    rest, so the releases it was made for are judged with it as before."""
     old_range = _range(choice.variant)
     name, relative, smoke = choice.patch.name, choice.relative(root), list(choice.variant.smoke)
+    if choice.holds and made_for is not None and ranges.contains(old_range, made_for):
+        below, kept = ranges.split(old_range, made_for, choice.others())
+        return Decision(
+            name, NEW_VARIANT, relative, outcome, f"{evidence}; {relative} was made on "
+            f"{made_for.public} and keeps {kept}", applies_to=below, old_applies_to=kept,
+            smoke=smoke,
+        )  # fmt: skip
     if choice.holds and ranges.below_is_empty(old_range, version):
         return Decision(
             name, REFRESH, relative, outcome, evidence, applies_to=old_range,
@@ -160,7 +178,9 @@ def judge_rest(
         for choice, result in zip(rest, classification.results, strict=True):
             if result.outcome in (oc.CONFLICT, oc.INVALID, oc.NOT_APPLICABLE, oc.EXPIRED):
                 return result
-            decision = decide(choice, result, version, root)
+            made_for = state.made_for.get(choice.patch.name)
+            later = Version(made_for) if made_for else None
+            decision = decide(choice, result, version, root, later)
             if result.outcome in oc.WRITES:
                 diff = classification.patch_diff(result) or b""
                 if decision.action in (NEW_VARIANT, REFRESH):

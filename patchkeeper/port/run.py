@@ -19,6 +19,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from patchkeeper.engine.checking import resolve, versions_of
+from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.journal import checkpoint
@@ -139,15 +140,31 @@ def _start(where: Where, onto: str, out: Path | None) -> PortReport:
             f"{onto}: its release is unknown ({info.text}); a port splits ranges at it "
             "(set [install] version_file, or port onto a release tag)"
         )
-    for patch in where.patch_set.patches:
-        choose(patch, info.version)  # refuses an unreadable variant before anything is kept
+    choices = [choose(patch, info.version) for patch in where.patch_set.patches]  # refuses
+    # an unreadable variant before anything is kept
     state = PortState(
         install=str(install.path), patches=str(root), out=target, onto=onto,
         commit=commits[0], version=info.version.public, fingerprint=newset.fingerprint(root),
-        base_tree=trees[0],
+        base_tree=trees[0], made_for=_made_for(where, choices, info.version),
     )  # fmt: skip
     save(install.state_dir, state)
     return _proceed(where, state)
+
+
+def _made_for(where: Where, choices: list[Choice], version: Version) -> dict[str, str]:
+    """The release each judged variant's `Base` names, where it is later than VERSION (a
+    port back to an older release): patch name -> release."""
+    repo, found = where.install.path, {}
+    for choice in choices:
+        base = choice.variant.base
+        commit = git.rev_parse(repo, base) if choice.holds and base else None
+        if commit is None:
+            continue
+        scheme = where.patch_set.scheme
+        [info] = versions_of(repo, [commit], where.settings.version_file, scheme)
+        if info.version is not None and info.version > version:
+            found[choice.patch.name] = info.version.public
+    return found
 
 
 def _choices(where: Where, state: PortState) -> list[Choice]:
@@ -267,9 +284,10 @@ def _take_fix(where: Where, state: PortState) -> None:
             f"resolved by hand to {state.onto}'s own content: upstream has it",
         )  # fmt: skip
     else:
+        made_for = state.made_for.get(conflict.name)
         decision = fresh_variant(
             choice, "resolved", f"resolved by hand in {folder}", Version(state.version),
-            Path(state.patches),
+            Path(state.patches), Version(made_for) if made_for else None,
         )  # fmt: skip
         atomic_write(diff_file(install.state_dir, conflict.name), diff)
     state.decisions.append(decision)
