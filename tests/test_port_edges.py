@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.helpers import commit_files, diff_of, make_repo, run_json
+from tests.helpers import commit_files, diff_of, make_repo, run_cli, run_json
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 HEADER = """Description: a fix
@@ -100,3 +100,27 @@ def test_a_port_onto_an_older_release_keeps_the_variant_for_the_release_it_was_m
     assert [(p["outcome"], p["variant"]) for p in judged] == [
         ("applied", "fix/fix-1.0.0.patch"), ("applied", "fix/fix.patch"),
     ]  # fmt: skip
+
+
+def test_a_plain_patch_whose_folder_name_is_taken_is_a_one_line_refusal(tmp_path: Path) -> None:
+    """`smoke.patch` needs a new variant, so it becomes the folder `smoke/`, which the set
+    has already (its smoke checks): it was an internal error (FileExistsError, exit 1)."""
+    repo = moved_upstream(tmp_path)
+    subprocess.run(["git", "checkout", "-q", "v1.0.0"], cwd=repo, check=True)
+    fix = diff_of(repo, {"app.py": LINES.replace("line 10\n", "line 10 fixed\n")})
+    patches = tmp_path / "ps"
+    (patches / "smoke").mkdir(parents=True)
+    (patches / "smoke.patch").write_text(HEADER + fix)
+    (patches / "series").write_text("smoke.patch\n")
+    before = {p: p.read_bytes() for p in patches.rglob("*") if p.is_file()}
+
+    proc = run_cli("port", "--onto", "v2.0.0", "--install", repo, "--patches", patches)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"patchkeeper: error: {patches / 'smoke'}: smoke.patch needs a folder of variants by "
+        "that name, and the set has one already; rename the patch (and its series entry), "
+        "then run patchkeeper port --abort and port again"
+    ]
+    assert run_cli("port", "--abort", "--install", repo).returncode == 0
+    assert {p: p.read_bytes() for p in patches.rglob("*") if p.is_file()} == before
+    assert not list(tmp_path.glob(".ps.port-*"))

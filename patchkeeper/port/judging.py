@@ -23,6 +23,7 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile, PatchSet
+from patchkeeper.patchset.series import patch_name
 from patchkeeper.patchset.variants import bounds, release_point
 from patchkeeper.port import ranges
 from patchkeeper.port.state import (
@@ -129,6 +130,7 @@ def fresh_variant(
     rest, so the releases it was made for are judged with it as before."""
     old_range = _range(choice.variant)
     name, relative, smoke = choice.patch.name, choice.relative(root), list(choice.variant.smoke)
+    _refuse_taken_folder(choice, root)
     if choice.holds and made_for is not None and ranges.contains(old_range, made_for):
         below, kept = ranges.split(old_range, made_for, choice.others())
         return Decision(
@@ -146,6 +148,20 @@ def fresh_variant(
         name, NEW_VARIANT, relative, outcome, evidence, applies_to=new_text,
         old_applies_to=old_text if old_text != (old_range or "") else old_range, smoke=smoke,
     )  # fmt: skip
+
+
+def _refuse_taken_folder(choice: Choice, root: Path) -> None:
+    """A plain patch file that gets a second variant becomes a folder of its name: refused,
+    before the set is built, when the set has something of that name already (`smoke/` for
+    a `smoke.patch`)."""
+    relative = choice.relative(root)
+    holder = root / choice.patch.name
+    if patch_name(relative) == choice.patch.name and (holder.exists() or holder.is_symlink()):
+        raise UserError(
+            f"{holder}: {relative} needs a folder of variants by that name, and the set has "
+            "one already; rename the patch (and its series entry), then run patchkeeper port "
+            "--abort and port again"
+        )
 
 
 def _how(result: PatchResult) -> str:
