@@ -124,3 +124,29 @@ def test_a_plain_patch_whose_folder_name_is_taken_is_a_one_line_refusal(tmp_path
     assert run_cli("port", "--abort", "--install", repo).returncode == 0
     assert {p: p.read_bytes() for p in patches.rglob("*") if p.is_file()} == before
     assert not list(tmp_path.glob(".ps.port-*"))
+
+
+def test_a_stopped_port_does_not_say_it_wrote_the_variants_it_has_not_written(
+    tmp_path: Path,
+) -> None:
+    """Nothing is written before the port completes; the report of a port stopped at a
+    conflict (or aborted) said `wrote (a new variant)` of the patches before it."""
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    moved = "new\n" * 4 + LINES.replace("line 20\n", "line 20 upstream\n")
+    commit_files(repo, {"app.py": moved}, "two", tag="v2.0.0")
+    subprocess.run(["git", "checkout", "-q", "v1.0.0"], cwd=repo, check=True)
+    first = diff_of(repo, {"app.py": LINES.replace("line 10\n", "line 10 fixed\n")})
+    second = diff_of(repo, {"app.py": LINES.replace("line 20\n", "line 20 ours\n")})
+    patches = tmp_path / "ps"
+    patches.mkdir()
+    (patches / "a.patch").write_text(HEADER + first)
+    (patches / "b.patch").write_text(HEADER + second)
+    (patches / "series").write_text("a.patch\nb.patch\n")
+    # On v2.0.0 a applies at an offset (a new variant), and b conflicts (line 20 changed).
+    proc = run_cli("port", "--onto", "v2.0.0", "--install", repo, "--patches", patches)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "a.patch" in proc.stdout and "new variant" in proc.stdout
+    assert "wrote" not in proc.stdout
+    aborted = run_cli("port", "--abort", "--install", repo)
+    assert aborted.returncode == 0 and "wrote" not in aborted.stdout, aborted.stdout
+    assert sorted(p.name for p in patches.iterdir()) == ["a.patch", "b.patch", "series"]
