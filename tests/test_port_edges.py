@@ -4,10 +4,12 @@ repositories in tmp_path, the CLI as a subprocess."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.helpers import commit_files, diff_of, make_repo, run_cli, run_json
+from tests.helpers import GIT_ID, commit_files, diff_of, make_repo, run_cli, run_json
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 HEADER = """Description: a fix
@@ -150,3 +152,27 @@ def test_a_stopped_port_does_not_say_it_wrote_the_variants_it_has_not_written(
     aborted = run_cli("port", "--abort", "--install", repo)
     assert aborted.returncode == 0 and "wrote" not in aborted.stdout, aborted.stdout
     assert sorted(p.name for p in patches.iterdir()) == ["a.patch", "b.patch", "series"]
+
+
+def test_a_port_with_no_set_named_does_not_write_into_the_bundled_set(tmp_path: Path) -> None:
+    """With no --patches, no PATCHKEEPER_PATCHES and none remembered, the set is the bundled
+    one, inside patchkeeper's installation (site-packages for a wheel): a port in place would
+    write there, and the next upgrade would delete it. Refused; --out is the way."""
+    from patchkeeper.patchset.bundled import bundled_patches
+
+    repo = moved_upstream(tmp_path)
+    bundled = bundled_patches()
+    before = {p: p.read_bytes() for p in bundled.rglob("*") if p.is_file()}
+    env = {k: v for k, v in os.environ.items() if k != "PATCHKEEPER_PATCHES"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "port", "--onto", "v2.0.0", "--install", repo],
+        capture_output=True, text=True, env={**env, **GIT_ID}, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"patchkeeper: error: {bundled}: the bundled patch set is part of patchkeeper's "
+        "installation; port it into a set of your own with --out DIR (then use --patches "
+        "DIR), or name one with --patches"
+    ]
+    assert not (repo / ".git" / "patchkeeper" / "port").exists()
+    assert {p: p.read_bytes() for p in bundled.rglob("*") if p.is_file()} == before
