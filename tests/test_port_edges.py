@@ -176,3 +176,21 @@ def test_a_port_with_no_set_named_does_not_write_into_the_bundled_set(tmp_path: 
     ]
     assert not (repo / ".git" / "patchkeeper" / "port").exists()
     assert {p: p.read_bytes() for p in bundled.rglob("*") if p.is_file()} == before
+
+
+def test_a_port_run_inside_the_set_says_the_shells_folder_was_replaced(tmp_path: Path) -> None:
+    """`cd my-set && patchkeeper port --onto REF --patches .`: the set's folder is swapped
+    for the ported one, and the shell is left in the removed old one, where `git status`
+    says 'Unable to read current working directory' and `ls` shows nothing."""
+    repo = moved_upstream(tmp_path)
+    subprocess.run(["git", "checkout", "-q", "v1.0.0"], cwd=repo, check=True)
+    fix = diff_of(repo, {"app.py": LINES.replace("line 10\n", "line 10 fixed\n")})
+    patches = tmp_path / "ps"
+    patches.mkdir()
+    (patches / "fix.patch").write_text(HEADER + fix)
+    (patches / "series").write_text("fix.patch\n")
+    proc = run_cli("port", "--onto", "v2.0.0", "--install", repo, "--patches", ".", cwd=patches)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"note: your shell's folder was replaced: run `cd {patches}` to see it" in proc.stdout
+    elsewhere = run_cli("port", "--onto", "v2.0.0", "--install", repo, "--patches", patches)
+    assert elsewhere.returncode == 0 and "shell's folder" not in elsewhere.stdout

@@ -203,6 +203,7 @@ def _proceed(where: Where, state: PortState) -> PortReport:
 def _swap(where: Where, state: PortState, checks: list[CheckResult]) -> PortReport:
     assert state.new_folder is not None
     new, target = Path(state.new_folder), Path(state.out or state.patches)
+    inside = state.out is None and _cwd_inside(target)
     if not newset.swapped(state):
         if state.out is not None:
             os.replace(new, target)
@@ -213,7 +214,17 @@ def _swap(where: Where, state: PortState, checks: list[CheckResult]) -> PortRepo
     remove(where.install.state_dir)
     report = _report(state, PORTED, checks=checks)
     report.notes.append(f"the ported set is {target}")
+    if inside:  # the shell stands in the old folder, now removed: git and ls see nothing
+        report.notes.append(f"your shell's folder was replaced: run `cd {target}` to see it")
     return report
+
+
+def _cwd_inside(folder: Path) -> bool:
+    try:
+        here = Path(os.getcwd())
+    except OSError:
+        return False
+    return here == folder or folder in here.parents
 
 
 def _unchanged(state: PortState) -> None:
