@@ -194,3 +194,32 @@ def test_a_port_run_inside_the_set_says_the_shells_folder_was_replaced(tmp_path:
     assert f"note: your shell's folder was replaced: run `cd {patches}` to see it" in proc.stdout
     elsewhere = run_cli("port", "--onto", "v2.0.0", "--install", repo, "--patches", patches)
     assert elsewhere.returncode == 0 and "shell's folder" not in elsewhere.stdout
+
+
+def test_a_range_is_not_widened_over_a_release_it_left_out(tmp_path: Path) -> None:
+    """`<2.0` applies as it is on v3.0.0; widened to `<=3.0.0` it took in v2.0.0, which
+    rewrote the line it fixes: v2.0.0 went from not-applicable to conflict (check exit 3).
+    A new variant for v3.0.0 leaves v2.0.0 judged as before."""
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
+    fix = diff_of(repo, {"app.py": LINES.replace("line 5\n", "line 5 fixed\n")})
+    commit_files(repo, {"app.py": LINES.replace("line 5\n", "line 5 upstream\n")}, "2",
+                 tag="v2.0.0")  # fmt: skip
+    commit_files(repo, {"app.py": LINES}, "3: upstream went back", tag="v3.0.0")
+    patches = tmp_path / "ps"
+    patches.mkdir()
+    (patches / "fix.patch").write_text(HEADER.replace(">=1.0", "<2.0") + fix)
+    (patches / "series").write_text("fix.patch\n")
+
+    def judged() -> list[tuple[str, str]]:
+        _, doc = run_json("check", "--ref", "v1.0.0", "--ref", "v2.0.0", "--ref", "v3.0.0",
+                             "--install", repo, "--patches", patches)  # fmt: skip
+        return [(t["ref"], t["patches"][0]["outcome"]) for t in doc["targets"]]
+
+    before = judged()
+    assert before[1] == ("v2.0.0", "not-applicable")
+    code, doc = run_json("port", "--onto", "v3.0.0", "--install", repo, "--patches", patches)
+    assert code == 0, doc
+    [ported] = doc["patches"]
+    assert (ported["action"], ported["applies_to"]) == ("new-variant", ">=3.0.0")
+    assert "would take in 2.0.0" in ported["evidence"]
+    assert judged() == [*before[:2], ("v3.0.0", "applied")]

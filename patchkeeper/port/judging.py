@@ -93,10 +93,16 @@ def apply_on_tree(repo: Path, tree: str, diff: bytes) -> str:
 
 
 def decide(
-    choice: Choice, result: PatchResult, version: Version, root: Path, made_for: Version | None
+    choice: Choice,
+    result: PatchResult,
+    version: Version,
+    root: Path,
+    made_for: Version | None,
+    crossed: str | None = None,
 ) -> Decision:
     """What a port does with a patch that fared RESULT on the release (MADE_FOR: as for
-    fresh_variant)."""
+    fresh_variant; CROSSED: a release other than REF's that widening its range would take
+    in, so a new variant is written instead and that release is judged as before)."""
     variant, name = choice.variant, choice.patch.name
     relative = choice.relative(root)
     old_range = _range(variant)
@@ -109,6 +115,9 @@ def decide(
     if result.outcome == oc.APPLIED:
         if choice.holds:
             return Decision(name, KEEP, relative, result.outcome, "applies as it is", smoke=smoke)
+        if crossed is not None:
+            why = f"applies as it is; widening Applies-To {old_range} would take in {crossed} too"
+            return fresh_variant(choice, result.outcome, why, version, root)
         wider = ranges.widen(old_range, version, choice.others())
         why = f"applies as it is; Applies-To {old_range} widened to {wider}"
         return Decision(name, WIDEN, relative, result.outcome, why, applies_to=wider, smoke=smoke)
@@ -196,7 +205,8 @@ def judge_rest(
                 return result
             made_for = state.made_for.get(choice.patch.name)
             later = Version(made_for) if made_for else None
-            decision = decide(choice, result, version, root, later)
+            crossed = state.not_widened.get(choice.patch.name)
+            decision = decide(choice, result, version, root, later, crossed)
             if result.outcome in oc.WRITES:
                 diff = classification.patch_diff(result) or b""
                 if decision.action in (NEW_VARIANT, REFRESH):

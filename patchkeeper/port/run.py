@@ -30,7 +30,7 @@ from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings, load_settings
-from patchkeeper.port import newset
+from patchkeeper.port import newset, ranges
 from patchkeeper.port.conflict import lay_out, read_resolved
 from patchkeeper.port.judging import Choice, choose, fresh_variant, judge_rest
 from patchkeeper.port.proving import prove
@@ -146,6 +146,7 @@ def _start(where: Where, onto: str, out: Path | None) -> PortReport:
         install=str(install.path), patches=str(root), out=target, onto=onto,
         commit=commits[0], version=info.version.public, fingerprint=newset.fingerprint(root),
         base_tree=trees[0], made_for=_made_for(where, choices, info.version),
+        not_widened=_not_widened(where, choices, info.version),
     )  # fmt: skip
     save(install.state_dir, state)
     return _proceed(where, state)
@@ -165,6 +166,41 @@ def _made_for(where: Where, choices: list[Choice], version: Version) -> dict[str
         if info.version is not None and info.version > version:
             found[choice.patch.name] = info.version.public
     return found
+
+
+def _not_widened(where: Where, choices: list[Choice], version: Version) -> dict[str, str]:
+    """For each variant that does not hold VERSION, a tagged release other than VERSION that
+    widening its range would take in (`<0.22` widened to `<=0.22.1` takes in 0.22.0): such
+    a patch gets a new variant instead, and that release is judged as before."""
+    wanted = [c for c in choices if not c.holds]
+    releases = _tagged_releases(where) if wanted else []
+    found = {}
+    for choice in wanted:
+        old = choice.variant.fields.get("applies-to")
+        wider = ranges.widen(old, version, choice.others())
+        crossed = [
+            r for r in releases
+            if r.public != version.public and ranges.contains(wider, r)
+            and not ranges.contains(old, r)
+        ]  # fmt: skip
+        if crossed:
+            found[choice.patch.name] = crossed[0].public
+    return found
+
+
+def _tagged_releases(where: Where) -> list[Version]:
+    """The releases of the commits the install's repository tags."""
+    repo = where.install.path
+    listing = git.out(["tag", "--list", "--format=%(objectname) %(*objectname)"], repo)
+    commits = [line.split()[-1] for line in listing.splitlines() if line.strip()]
+    asked = "".join(f"{commit}\n" for commit in commits).encode()
+    answers = git.run(["cat-file", "--batch-check=%(objecttype)"], repo, stdin=asked)
+    kinds = answers.stdout.decode().splitlines()  # `SHA missing` for an object not there
+    commits = [c for c, kind in zip(commits, kinds, strict=False) if kind == "commit"]
+    if not commits:
+        return []
+    infos = versions_of(repo, commits, where.settings.version_file, where.patch_set.scheme)
+    return sorted({info.version for info in infos if info.version is not None})
 
 
 def _choices(where: Where, state: PortState) -> list[Choice]:
