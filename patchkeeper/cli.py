@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "unapply": "unapply",
     "check": "check",
     "lint": "lint",
+    "init": "init",
     "record": "record",
     "refresh": "refresh",
     "demo": "demo",
@@ -45,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "fleet": "fleet",
     "port": "port",
+    "timer": "timer",
 }
 
 # name -> the first line of its help, for `patchkeeper --help` without importing every
@@ -56,6 +58,7 @@ SUMMARIES: dict[str, str] = {
     "unapply": "Remove what patchkeeper wrote (all patches, or the NAMES given).",
     "check": "Show the outcome of every patch against each ref, touching nothing.",
     "lint": "Check series, headers, specifiers, variants, diffs and paths of a patch set.",
+    "init": "Copy the bundled patch set (series, patches, smoke checks, patchkeeper.toml) to DIR.",
     "record": "Capture the current changes to PATHs as patch NAME and add it to series.",
     "refresh": "Rewrite patch NAME (the variant for the current version) from the work tree.",
     "demo": "Build a practice upstream and walk through status, apply, check and update.",
@@ -72,6 +75,7 @@ SUMMARIES: dict[str, str] = {
     "doctor": "Say whether the install is safe to update unattended; exit 0 only when all hold.",
     "fleet": "Roll an upstream update out to many installs with Ansible, and report on it.",
     "port": "Carry the patch set onto a new upstream release REF, variant by variant.",
+    "timer": "Run `patchkeeper update` daily: install the systemd timer, or print a cron line.",
 }
 
 
@@ -208,7 +212,7 @@ def _wants_json(argv: list[str]) -> bool:
 # Subcommands (and `leftovers` actions) whose documents carry their own command name.
 _NAMED_PARTS: dict[str, tuple[str, ...]] = {
     "fleet": ("playbook", "report", "ready"),
-    "leftovers": ("restore", "drop"),
+    "leftovers": ("show", "restore", "drop"),
 }
 
 
@@ -315,8 +319,10 @@ def main() -> None:
     _start_up_loading()
     import click
 
-    try:
-        code = _group().main(standalone_mode=False)
+    from patchkeeper.report.render import use_colour
+
+    try:  # click drops colour off a terminal unless told: FORCE_COLOR tells it
+        code = _group().main(standalone_mode=False, color=use_colour() or None)
     except click.exceptions.Abort:
         _fail("aborted", 1)
     except click.ClickException as exc:

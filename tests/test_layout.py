@@ -42,6 +42,8 @@ def _modules() -> dict[str, Path]:
         relative = path.relative_to(PACKAGE)
         if relative.parts[:2] == ("demo", "upstream"):
             continue
+        if relative.as_posix() == "_version.py":  # written by setuptools-scm at build time
+            continue
         parts = relative.with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]

@@ -104,6 +104,21 @@ def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+class WholeSummaries(click.Group):
+    """A command group whose --help lists each subcommand's whole first line: click's short
+    help cuts it at the terminal's width ("Write out the Ansible playbook that rolls...")."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            sub = self.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                rows.append((name, sub.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 def __getattr__(name: str) -> Any:
     """`open_workspace`, loaded when a command asks for it: the options alone (lint's, for
     one) need none of what opening an install and its patch set imports."""
@@ -116,6 +131,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Seconds",
+    "WholeSummaries",
     "install_option",
     "json_option",
     "metrics_option",

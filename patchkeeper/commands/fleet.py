@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from patchkeeper.commands.common import (
+    WholeSummaries,
     install_option,
     json_option,
     metrics_option,
@@ -23,7 +24,7 @@ from patchkeeper.model.errors import UserError
 from patchkeeper.report.render import emit_json
 
 
-@click.group("fleet")
+@click.group("fleet", cls=WholeSummaries)
 def command() -> None:
     """Roll an upstream update out to many installs with Ansible, and report on it.
 

@@ -13,7 +13,7 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.install.workspace import Workspace, locked_for_writing
+from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_bundled_set
 from patchkeeper.model.errors import UserError
 
 
@@ -65,7 +65,7 @@ def command(
         raise UserError("port: --out goes with --onto (a port in progress keeps its own)")
     workspace = open_workspace(install_path, patches_dir)
     if onto is not None and out is None:
-        _refuse_the_bundled_set(workspace)
+        refuse_bundled_set(workspace, "port")  # --out DIR: the set is only read
     install = workspace.install
     with locked_for_writing(workspace, "port", wait):
         if onto is not None:
@@ -80,22 +80,6 @@ def command(
     else:
         render.render_text(report)
     return report.exit_code
-
-
-def _refuse_the_bundled_set(workspace: Workspace) -> None:
-    """The bundled set, taken because no set was named, is part of patchkeeper's installation
-    (site-packages: the next upgrade would delete a port there), as for record and refresh."""
-    from patchkeeper.install import remembered
-    from patchkeeper.patchset.bundled import bundled_patches
-
-    root = workspace.patch_set.root
-    named = workspace.patch_set_reason in (remembered.FROM_OPTION, remembered.FROM_ENV)
-    if not named and root.resolve() == bundled_patches().resolve():
-        raise UserError(
-            f"{root}: the bundled patch set is part of patchkeeper's installation; port it "
-            "into a set of your own with --out DIR (then use --patches DIR), or name one "
-            "with --patches"
-        )
 
 
 def _where(workspace: Workspace, root: Path):  # type: ignore[no-untyped-def]

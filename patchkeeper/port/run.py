@@ -18,12 +18,13 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from patchkeeper.engine.checking import resolve, versions_of
+from patchkeeper.engine.checking import resolve
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.journal import checkpoint
 from patchkeeper.install.scratch import object_store
+from patchkeeper.install.version_chain import ref_versions
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.nextstep import command
 from patchkeeper.model.outcomes import PatchResult
@@ -133,12 +134,12 @@ def _start(where: Where, onto: str, out: Path | None) -> PortReport:
     install, root = where.install, where.patch_set.root.resolve()
     target = _target(out, root)
     commits, trees = resolve(install.path, [onto])
-    scheme = where.patch_set.scheme
-    info = versions_of(install.path, commits, where.settings.version_file, scheme)[0]
+    info = ref_versions(install.path, commits, where.settings)[0]
     if info.version is None:
         raise UserError(
             f"{onto}: its release is unknown ({info.text}); a port splits ranges at it "
-            "(set [install] version_file, or port onto a release tag)"
+            "(add a version source that answers there, list its tag in [tags], or port onto a "
+            "release tag)"
         )
     choices = [choose(patch, info.version) for patch in where.patch_set.patches]  # refuses
     # an unreadable variant before anything is kept
@@ -161,8 +162,7 @@ def _made_for(where: Where, choices: list[Choice], version: Version) -> dict[str
         commit = git.rev_parse(repo, base) if choice.holds and base else None
         if commit is None:
             continue
-        scheme = where.patch_set.scheme
-        [info] = versions_of(repo, [commit], where.settings.version_file, scheme)
+        [info] = ref_versions(repo, [commit], where.settings)
         if info.version is not None and info.version > version:
             found[choice.patch.name] = info.version.public
     return found
@@ -199,7 +199,7 @@ def _tagged_releases(where: Where) -> list[Version]:
     commits = [c for c, kind in zip(commits, kinds, strict=False) if kind == "commit"]
     if not commits:
         return []
-    infos = versions_of(repo, commits, where.settings.version_file, where.patch_set.scheme)
+    infos = ref_versions(repo, commits, where.settings)
     return sorted({info.version for info in infos if info.version is not None})
 
 
