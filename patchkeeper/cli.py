@@ -248,8 +248,10 @@ def _failure_metrics(code: int) -> None:
 
     import click
 
-    from patchkeeper.report.metrics import write_metrics
+    from patchkeeper.report.metrics import failed_before, write_metrics
 
+    if failed_before(Path(path)):  # the error being told is this file's own
+        return
     try:
         write_metrics(Path(path), _command_name(sys.argv[1:]), code, {})
     except Exception as exc:  # the first error is the one to tell; this one is said after it
