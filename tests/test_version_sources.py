@@ -249,6 +249,8 @@ def test_a_pattern_that_backtracks_without_end_is_cut_off(tmp_path: Path, patter
             "unknown key 'extra'",
         ),
         ('[tags]\nv2026.9.24 = "0.21.5"\n', "tags.v2026: quote the tag name"),
+        ('tags = "v2026.9.24"\n', "tags must be a table ([tags]), not 'v2026.9.24'"),
+        ('[[tags]]\n"v2026.9.24" = "0.21.5"\n', "tags must be a table ([tags]), not [{"),
         ('[tags]\n"v2026.9.24" = "soon"\n', "tags.'v2026.9.24' must be a PEP 440 version string"),
     ],
 )
