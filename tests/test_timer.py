@@ -154,3 +154,26 @@ def test_timer_install_refuses_both_variants_and_ignores_a_relative_xdg_config_h
         f".config/systemd/user/{UNITS[0]}", f".config/systemd/user/{UNITS[1]}",
     ]  # fmt: skip
     assert not (tmp_path / "relative").exists()
+
+
+def test_the_upgrade_script_snippet_of_update_md_runs_as_written_in_a_new_home(
+    tmp_path: Path,
+) -> None:
+    """docs/update.md's "upgrade script of your own": for a user without ~/.local/state the
+    redirect failed, `update` never ran and the script exited 1. Run here with a stand-in
+    `patchkeeper` that prints a document and exits 3: the script's status must be 3."""
+    text = (ROOT / "docs" / "update.md").read_text()
+    block = text.split("In an upgrade script of your own:", 1)[1].split("```sh\n", 1)[1]
+    snippet = block.split("```", 1)[0]
+    stand_in = tmp_path / "bin" / "patchkeeper"
+    stand_in.parent.mkdir()
+    stand_in.write_text('#!/bin/sh\necho \'{"exit_code": 3}\'\nexit 3\n')
+    stand_in.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": f"{stand_in.parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-c", snippet], env=env, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    (report,) = [p for p in home.rglob("*.json")]
+    assert json.loads(report.read_text()) == {"exit_code": 3}
