@@ -143,7 +143,8 @@ def test_timer_install_refuses_both_variants_and_ignores_a_relative_xdg_config_h
 ) -> None:
     """--user --system took the last one silently; a relative XDG_CONFIG_HOME (invalid by the
     XDG spec) put the units under the current folder, where no systemd looks."""
-    proc = timer_install(str(tmp_path / "c"), "--user", "--system", cwd=tmp_path)
+    # --print: before the fix --system won and, as root, wrote /etc/systemd/system
+    proc = timer_install(str(tmp_path / "c"), "--user", "--system", "--print", cwd=tmp_path)
     assert proc.returncode == 2 and "not both" in proc.stderr and proc.stderr.count("\n") == 1
     assert files_under(tmp_path) == []
 
