@@ -431,7 +431,12 @@ def test_report_makes_a_row_for_every_host_folder_torn_or_empty(tmp_path: Path) 
         command="update",
         exit_code=0,
         update_done=True,
-        install={"version_before": "0.21.3", "version_after": "0.21.5"},
+        install={
+            "version_before": "0.21.3",
+            "version_before_from": "hermes_cli/__init__.py: 0.21.3",
+            "version_after": "0.21.5",
+            "version_after_from": "install-stamp.json: baseVersion 0.21.5",
+        },
         patches=[{"name": "schema-once", "outcome": "applied-offset"}],
         smoke={"status": "pass"},
         leftovers=[{"id": "1", "action": "dropped"}],
@@ -456,6 +461,11 @@ def test_report_makes_a_row_for_every_host_folder_torn_or_empty(tmp_path: Path) 
     rows = rows_by_host(document)
     assert list(rows) == ["a-ok", "b-torn", "c-never", "d-busy", "e-smoke", "f-garbage"]
     assert rows["a-ok"]["exit_code"] == 0 and rows["a-ok"]["leftovers"] == []
+    assert (rows["a-ok"]["version_before_from"], rows["a-ok"]["version_after_from"]) == (
+        "hermes_cli/__init__.py: 0.21.3",
+        "install-stamp.json: baseVersion 0.21.5",
+    )  # a version in a JSON document names its source
+    assert rows["b-torn"]["version_after_from"] is None
     assert rows["b-torn"]["report"] is False and "torn" in rows["b-torn"]["problem"]
     assert rows["c-never"]["report"] is False and "never ran" in rows["c-never"]["problem"]
     assert rows["d-busy"]["exit_code"] == 6 and rows["d-busy"]["patches"] == []

@@ -212,6 +212,8 @@ def test_record_never_writes_into_the_installed_package(installed: Path, tmp_pat
     named = installed_run(installed, home, "record", "mine", "--path", "tool.py", "-m", "Mine",
                           "--patches", packaged)  # fmt: skip
     assert named.returncode == 2, named  # the package's copy, however named
+    inside = installed_run(installed, home, "init", packaged / "mine")
+    assert inside.returncode == 2 and "inside the bundled patch set" in inside.stderr, inside
 
     own = tmp_path / "own"
     made = installed_run(installed, home, "init", own)

@@ -116,3 +116,23 @@ def test_with_nothing_remembered_the_bundled_set_is_used(tmp_path: Path) -> None
     )
     # No Hermes version file and no tag here: the bundled fixes are undecided, never green.
     assert code == 5 and all(p["undecided"] for p in document["patches"])
+
+
+def test_record_refuses_the_bundled_set_an_install_remembers(tmp_path: Path) -> None:
+    """An install applied with no set named remembers the bundled set; in a source checkout
+    that is its `patches/`, and `record` with no set named wrote the operator's patch there
+    (is_packaged knows only the wheel's copy). The file is unchanged, so nothing would be
+    recorded either way: the refusal has to come first."""
+    install = make_repo(tmp_path / "install", {"app.py": LINES})
+    state = install / ".git" / "patchkeeper"
+    state.mkdir(parents=True)
+    document = {"path": str(bundled_patches()), "digest": "0" * 64}
+    (state / "patch-set.json").write_text(json.dumps(document))
+    before = tree_snapshot(bundled_patches())
+    proc = pk("record", "mine", "--install", install, "--path", "app.py", "-m", "Mine")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "will not write into the bundled patch set" in proc.stderr, proc.stderr
+    assert "patchkeeper init" in proc.stderr and proc.stderr.count("\n") == 1
+    assert tree_snapshot(bundled_patches()) == before
+    proc = pk("refresh", "schema-once", "--install", install)
+    assert proc.returncode == 2 and "patchkeeper init" in proc.stderr, proc.stderr

@@ -108,3 +108,73 @@ def test_the_cron_line_runs_for_a_user_without_var_log(tmp_path: Path) -> None:
     subprocess.run(["/bin/sh", "-c", command], env=env, check=False)
     report = home / ".local" / "state" / "patchkeeper" / "last-update.json"
     assert json.loads(report.read_text())["exit_code"] == 2  # no install in this home
+
+
+def timer_install(config: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_CONFIG_HOME": config, "HOME": str(cwd / "home")}
+    argv = [sys.executable, "-m", "patchkeeper", "timer", "install", *args]
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("in_the_way", ["file-for-config", "folder-for-timer"])
+def test_timer_install_with_something_in_the_way_is_one_line_and_writes_nothing(
+    tmp_path: Path, in_the_way: str
+) -> None:
+    """A file where the unit folder goes was "internal error: NotADirectoryError" (exit 1); a
+    folder where the timer goes left the service written alone."""
+    config = tmp_path / "config"
+    if in_the_way == "file-for-config":
+        config.write_text("not a folder\n")
+    else:
+        (config / "systemd" / "user" / UNITS[1]).mkdir(parents=True)
+    before = files_under(tmp_path)
+    proc = timer_install(str(config), "--user", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "nothing written" in proc.stderr, proc.stderr
+    assert files_under(tmp_path) == before
+
+
+def test_timer_install_refuses_both_variants_and_ignores_a_relative_xdg_config_home(
+    tmp_path: Path,
+) -> None:
+    """--user --system took the last one silently; a relative XDG_CONFIG_HOME (invalid by the
+    XDG spec) put the units under the current folder, where no systemd looks."""
+    # --print: before the fix --system won and, as root, wrote /etc/systemd/system
+    proc = timer_install(str(tmp_path / "c"), "--user", "--system", "--print", cwd=tmp_path)
+    assert proc.returncode == 2 and "not both" in proc.stderr and proc.stderr.count("\n") == 1
+    assert files_under(tmp_path) == []
+
+    proc = timer_install("relative", "--user", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert files_under(tmp_path / "home") == [
+        ".config", ".config/systemd", ".config/systemd/user",
+        f".config/systemd/user/{UNITS[0]}", f".config/systemd/user/{UNITS[1]}",
+    ]  # fmt: skip
+    assert not (tmp_path / "relative").exists()
+
+
+def test_the_upgrade_script_snippet_of_update_md_runs_as_written_in_a_new_home(
+    tmp_path: Path,
+) -> None:
+    """docs/update.md's "upgrade script of your own": for a user without ~/.local/state the
+    redirect failed, `update` never ran and the script exited 1. Run here with a stand-in
+    `patchkeeper` that prints a document and exits 3: the script's status must be 3."""
+    text = (ROOT / "docs" / "update.md").read_text()
+    block = text.split("In an upgrade script of your own:", 1)[1].split("```sh\n", 1)[1]
+    snippet = block.split("```", 1)[0]
+    stand_in = tmp_path / "bin" / "patchkeeper"
+    stand_in.parent.mkdir()
+    stand_in.write_text('#!/bin/sh\necho \'{"exit_code": 3}\'\nexit 3\n')
+    stand_in.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": f"{stand_in.parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", "-c", snippet], env=env, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    (report,) = [p for p in home.rglob("*.json")]
+    assert json.loads(report.read_text()) == {"exit_code": 3}

@@ -249,6 +249,8 @@ def test_a_pattern_that_backtracks_without_end_is_cut_off(tmp_path: Path, patter
             "unknown key 'extra'",
         ),
         ('[tags]\nv2026.9.24 = "0.21.5"\n', "tags.v2026: quote the tag name"),
+        ('tags = "v2026.9.24"\n', "tags must be a table ([tags]), not 'v2026.9.24'"),
+        ('[[tags]]\n"v2026.9.24" = "0.21.5"\n', "tags must be a table ([tags]), not [{"),
         ('[tags]\n"v2026.9.24" = "soon"\n', "tags.'v2026.9.24' must be a PEP 440 version string"),
     ],
 )
@@ -379,3 +381,50 @@ def test_after_a_conflict_the_smoke_line_names_what_it_did_not_prove(tmp_path: P
     assert proc.returncode == 3, proc.stdout + proc.stderr
     (line,) = [line for line in proc.stdout.splitlines() if line.startswith("smoke:")]
     assert line == "smoke: pass (good_check pass); not proven: bad (conflict)", proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({}, "no 'commit' key (cannot tell which commit it was written for)"),
+        (
+            {"commit": "unknown"},
+            "commit 'unknown' is not a commit id (cannot tell which commit it was written for)",
+        ),
+        ({"commit": "OLD"}, "stamped for commit {old}, not {head} (stale)"),
+    ],
+)
+def test_a_stamp_that_names_no_commit_of_this_checkout_gives_no_version(
+    tmp_path: Path, fields: dict[str, str], reason: str
+) -> None:
+    """Hermes' own reader passes over a stamp without `commit`; one naming no commit id, or
+    another commit in capitals, was taken as 0.21.5 and apply wrote the fix (exit 0)."""
+    upstream = calver_upstream(tmp_path / "up")
+    install = release_install(tmp_path, upstream, "v2026.9.24")
+    head = git(install, "rev-parse", "HEAD").strip()
+    old = git(upstream, "rev-parse", "v2026.9.21").strip()
+    fields = {k: old.upper() if v == "OLD" else v for k, v in fields.items()}
+    stamp(install, baseVersion="0.21.5", **fields)
+    patches = patch_set(tmp_path / "ps", upstream)
+    _code, doc = run_json("status", "--install", install, "--patches", patches)
+    assert doc["install"]["version"] is None
+    assert doc["install"]["version_not_from"][0] == "install-stamp.json: " + reason.format(
+        old=old[:12], head=head[:12]
+    )
+    proc = run_cli("apply", "--install", install, "--patches", patches)
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert git(install, "status", "--porcelain").strip() == f"?? {STAMP}"  # nothing written
+
+
+def test_a_stamp_in_capitals_or_with_an_odd_distance_is_read_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    upstream = calver_upstream(tmp_path / "up")
+    install = release_install(tmp_path, upstream, "v2026.9.24")
+    head = git(install, "rev-parse", "HEAD").strip()
+    stamp(install, baseVersion="0.21.5", commit=head.upper(), distance="\u00b2")  # "²".isdigit()
+    proc = run_cli(
+        "status", "--json", "--install", install, "--patches", patch_set(tmp_path / "ps", upstream)
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["install"]["version"] == "0.21.5"

@@ -8,7 +8,7 @@ import click
 
 from patchkeeper.commands.common import json_option
 from patchkeeper.model.errors import UserError
-from patchkeeper.patchset.bundled import bundled_patches, copy_bundled
+from patchkeeper.patchset.bundled import bundled_patches, copy_bundled, is_packaged
 from patchkeeper.report.render import emit_json
 
 
@@ -27,6 +27,12 @@ def command(target: Path, as_json: bool) -> int:
       patchkeeper init ~/patchkeeper-patches
     """
     target = target.expanduser()
+    bundled = bundled_patches().resolve()
+    if is_packaged(target) or bundled in (resolved := target.resolve(), *resolved.parents):
+        raise UserError(
+            f"{target}: inside the bundled patch set ({bundled}), which an upgrade replaces; "
+            "give a folder of your own, e.g. ~/patchkeeper-patches"
+        )
     if target.exists() and not target.is_dir():
         raise UserError(f"{target}: not a folder")
     if target.is_dir() and any(target.iterdir()):

@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from patchkeeper.commands.common import WholeSummaries
+from patchkeeper.model.errors import UserError
 
 UNITS = ("patchkeeper-update.service", "patchkeeper-update.timer")
 SHIPPED = Path(__file__).resolve().parent.parent / "systemd"
@@ -50,8 +51,32 @@ def rendered(variant: str) -> dict[str, str]:
 def unit_dir(variant: str) -> Path:
     if variant == "system":
         return Path("/etc/systemd/system")
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip() or str(Path.home() / ".config")
+    config = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    if not os.path.isabs(config):  # the XDG spec: a relative path is invalid, ignore it
+        config = str(Path.home() / ".config")
     return Path(config) / "systemd" / "user"
+
+
+def write_units(target: Path, texts: dict[str, str]) -> None:
+    """Write TEXTS into the folder TARGET, both or neither: each first to a temp file beside
+    it, then renamed into place. Something in the way (a file where the folder goes, a folder
+    where a unit goes) is one line, exit 2, nothing written."""
+    for name in texts:
+        if (target / name).is_dir():
+            raise UserError(f"{target / name}: a folder is in the way; nothing written")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise UserError(f"{exc.filename}: not a folder; nothing written") from None
+    temps = {name: target / f".{name}.{os.getpid()}.tmp" for name in texts}
+    try:
+        for name, text in texts.items():
+            temps[name].write_text(text, encoding="utf-8")
+        for name in texts:
+            os.replace(temps[name], target / name)
+    finally:
+        for temp in temps.values():
+            temp.unlink(missing_ok=True)
 
 
 @click.group("timer", cls=WholeSummaries)
@@ -65,16 +90,19 @@ def command() -> None:
 
 
 @command.command("install")
-@click.option("--user", "variant", flag_value="user", help="A unit of your user's own manager.")
-@click.option("--system", "variant", flag_value="system", help="A unit of the system manager.")
+@click.option("--user", "user", is_flag=True, help="A unit of your user's own manager.")
+@click.option("--system", "system", is_flag=True, help="A unit of the system manager.")
 @click.option("--print", "just_print", is_flag=True, help="Print the units; write nothing.")
-def install(variant: str | None, just_print: bool) -> None:
+def install(user: bool, system: bool, just_print: bool) -> None:
     """Write patchkeeper-update.service and .timer (default: --system as root, else --user).
 
     --user writes to ~/.config/systemd/user/ ($XDG_CONFIG_HOME), --system to
     /etc/systemd/system/. The report goes to the journal and to last-update.json in the
     unit's state folder.
     """
+    if user and system:
+        raise UserError("timer install: --user or --system, not both; nothing written")
+    variant = "user" if user else "system" if system else None
     variant = variant or ("system" if os.geteuid() == 0 else "user")
     texts = rendered(variant)
     target = unit_dir(variant)
@@ -82,9 +110,8 @@ def install(variant: str | None, just_print: bool) -> None:
         for name, text in texts.items():
             click.echo(f"# {target / name}\n{text}", nl=False)
         return
-    target.mkdir(parents=True, exist_ok=True)
-    for name, text in texts.items():
-        (target / name).write_text(text, encoding="utf-8")
+    write_units(target, texts)
+    for name in texts:
         click.echo(f"wrote {target / name}")
     ctl = "systemctl --user" if variant == "user" else "systemctl"
     click.echo(f"next: {ctl} daemon-reload && {ctl} enable --now patchkeeper-update.timer")

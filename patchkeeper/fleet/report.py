@@ -34,6 +34,8 @@ class HostRow:
     command: str = ""  # which command's document this is (update, fleet ready, ...)
     version_before: str | None = None
     version_after: str | None = None
+    version_before_from: str | None = None  # which version source answered, and what it read
+    version_after_from: str | None = None
     patches: dict[str, str] = field(default_factory=dict)  # name -> outcome
     patches_on: str | None = None  # the preview ref, when the outcomes are the preview's
     smoke: str = ""
@@ -137,6 +139,8 @@ def read_host(folder: Path) -> HostRow:
     install = document.get("install") if isinstance(document.get("install"), dict) else {}
     row.version_before = _text(install.get("version_before")) or None
     row.version_after = _text(install.get("version_after")) or None
+    row.version_before_from = _text(install.get("version_before_from")) or None
+    row.version_after_from = _text(install.get("version_after_from")) or None
     patches = document.get("patches") if isinstance(document.get("patches"), list) else []
     row.patches = {
         p["name"]: _text(p.get("outcome")) or "?"
@@ -262,6 +266,8 @@ def fleet_json(fleet: Fleet) -> dict[str, Any]:
                 "exit_code": row.exit_code,
                 "version_before": row.version_before,
                 "version_after": row.version_after,
+                "version_before_from": row.version_before_from,
+                "version_after_from": row.version_after_from,
                 "patches": [{"name": n, "outcome": o} for n, o in row.patches.items()],
                 "patches_on": row.patches_on,
                 "smoke": row.smoke or None,

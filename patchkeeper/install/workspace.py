@@ -73,14 +73,25 @@ def refuse_bundled_set(workspace: Workspace, command: str) -> None:
     """`record`, `refresh` and `port` (in place) write the patch set: never the bundled one
     with no set named (it is patchkeeper's, not the operator's), and never the copy inside
     the installed package, however named (the next upgrade or reinstall would delete what
-    was written)."""
+    was written). An install last applied with no set named remembers the bundled set: in a
+    source checkout that is its `patches/`, which is the bundled set too unless named on
+    purpose."""
     root = workspace.patch_set.root
-    if workspace.patch_set_reason == remembered.BUNDLED or is_packaged(root):
+    reason = workspace.patch_set_reason
+    unnamed_bundled = reason == remembered.FROM_INSTALL and _same_folder(root, bundled_patches())
+    if reason == remembered.BUNDLED or unnamed_bundled or is_packaged(root):
         raise UserError(
             f"{root}: {command} will not write into the bundled patch set (an upgrade replaces "
             f"it); start a set of your own with `{INIT_HINT}`, then pass --patches "
             "~/patchkeeper-patches (or set PATCHKEEPER_PATCHES)"
         )
+
+
+def _same_folder(one: Path, other: Path) -> bool:
+    try:
+        return one.expanduser().resolve() == other.expanduser().resolve()
+    except OSError:
+        return False
 
 
 def refuse_if_unfinished(install: Install) -> None:

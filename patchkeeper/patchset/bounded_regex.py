@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
+import time
 
 SEARCH_SECONDS = 2.0
 
@@ -25,19 +26,31 @@ class RegexTimeout(Exception):
 def search_within(
     pattern: re.Pattern[str], text: str, seconds: float = SEARCH_SECONDS
 ) -> re.Match[str] | None:
-    """PATTERN.search(TEXT), raising RegexTimeout past SECONDS (main thread only)."""
+    """PATTERN.search(TEXT), raising RegexTimeout past SECONDS (main thread only).
+
+    Python runs a signal's handler at its next check, which may come after the search has
+    returned (`re` checks only every few thousand steps; `signal.signal` checks first thing):
+    the handler stays quiet once the search is over, so putting the previous one back always
+    happens, and no handler or timer of this search outlives it."""
     if threading.current_thread() is not threading.main_thread():
         return pattern.search(text)
+    searching = True
 
     def expire(_signum: int, _frame: object) -> None:
-        raise RegexTimeout
+        if searching:
+            raise RegexTimeout
 
+    started, earlier = time.monotonic(), (0.0, 0.0)
     previous = signal.signal(signal.SIGALRM, expire)
-    earlier = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return pattern.search(text)
+        earlier = signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return pattern.search(text)
+        finally:
+            searching = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if earlier[0]:  # a timer someone else set goes on
-            signal.setitimer(signal.ITIMER_REAL, *earlier)
+        if earlier[0]:  # a timer someone else set goes on, less the time spent here
+            left = max(earlier[0] - (time.monotonic() - started), 1e-6)
+            signal.setitimer(signal.ITIMER_REAL, left, earlier[1])

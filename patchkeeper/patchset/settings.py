@@ -111,8 +111,10 @@ def load_settings(patch_dir: Path) -> Settings:
         why = "not valid TOML here: arrays or tables nested too deeply"
         raise UserError(f"{path}: {why}") from None
     for section, body in data.items():
-        if section not in _KNOWN or not isinstance(body, dict):
+        if section not in _KNOWN:
             raise UserError(f"{path}: unknown section [{section}]")
+        if not isinstance(body, dict):
+            raise UserError(f"{path}: {section} must be a table ([{section}]), not {body!r:.40}")
         unknown = sorted(set(body) - _KNOWN[section]) if section != "tags" else []
         if unknown:
             raise UserError(f"{path}: unknown key {unknown[0]!r} in [{section}]")

@@ -62,7 +62,7 @@ class JsonKeySource:
             why = f"no {self.key!r} key" if base is None else f"{self.key!r} is not a string"
             return self._none(why)
         stamped = data.get(self.commit_key) if self.commit_key else None
-        if stale := _stale(stamped, commit):
+        if self.commit_key and (stale := _stale(self.commit_key, stamped, commit)):
             return self._none(stale)
         version = self.scheme.parse(base)
         if version is None:
@@ -70,7 +70,7 @@ class JsonKeySource:
         said = [f"{self.key} {base}"]
         distance = _count(data.get(self.distance_key)) if self.distance_key else None
         if distance and not version.local:
-            sha = stamped[:7] if isinstance(stamped, str) and _SHA_RE.match(stamped) else None
+            sha = stamped[:7].lower() if isinstance(stamped, str) else None
             local = f"{distance}.g{sha}" if sha else str(distance)
             version = parse_version(f"{version.public}+{local}") or version
             said.append(f"{self.distance_key} {distance}")
@@ -88,15 +88,21 @@ def _count(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value if value >= 0 else None
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit():  # not "²"
         return int(value)
     return None
 
 
-def _stale(stamped: object, commit: str | None) -> str | None:
-    """Why a stamp naming STAMPED is not one for COMMIT (None: it is, or nothing says)."""
-    if not isinstance(stamped, str) or not _SHA_RE.match(stamped):
-        return None
+def _stale(key: str, stamped: object, commit: str | None) -> str | None:
+    """Why a stamp whose KEY names STAMPED is not one for COMMIT (None: it is, or no COMMIT
+    to compare). A stamp that names no commit id is not taken either: Hermes' own reader
+    passes over a stamp without `commit` (it cannot tell which checkout it describes)."""
+    if stamped is None:
+        return f"no {key!r} key (cannot tell which commit it was written for)"
+    if not isinstance(stamped, str) or not _SHA_RE.match(stamped.lower()):
+        shown = repr(stamped)[:40]
+        return f"{key} {shown} is not a commit id (cannot tell which commit it was written for)"
+    stamped = stamped.lower()
     if set(stamped) == {"0"}:
         return f"a placeholder stamp (commit {stamped[:12]})"
     if commit and not commit.startswith(stamped) and not stamped.startswith(commit):
