@@ -85,7 +85,7 @@ def command(
     refuse_overlapping_variants(workspace.patch_set)  # as update does
     options = UpdateOptions(timeout=timeout, as_json=as_json)
     with install_lock(workspace.install.state_dir, "recover", wait) as lock:
-        report = recover(workspace, lock, options)
+        report = recover(workspace, lock, options, wait)
     if lock.taken_over:
         report.actions.insert(0, f"took over the lock of dead {lock.taken_over.describe()}")
     code = report.exit_code()

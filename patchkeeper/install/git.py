@@ -68,13 +68,35 @@ def run(
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args[:3])} gave no answer in {timeout:g} s") from None
-    if check and proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        reason = detail[-1] if detail else f"exit {proc.returncode}"
-        # Disk full, read-only, permission: the machine's refusal, not a bug (exit 7).
-        code = exitcodes.ENVIRONMENT if names_environment_cause(reason) else None
-        raise GitError(f"git {' '.join(args[:3])} failed: {reason}", code)
+    if proc.returncode != 0 and (check or _machine_refused(args, proc)):
+        raise failed(args, cwd, proc)
     return proc
+
+
+# Commands that talk to a remote: their "Permission denied" is the remote's answer.
+_REMOTE = frozenset({"fetch", "ls-remote", "pull", "push"})
+
+
+def _machine_refused(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> bool:
+    """Whether a git that failed was refused a write by the machine: never an answer a
+    caller reads ("no such ref", "does not apply"), whatever CHECK said, since the git that
+    could not write its answer (or its index) answered nothing."""
+    if args[:1] and args[0] in _REMOTE:
+        return False
+    return names_environment_cause(proc.stderr.decode(errors="replace"))
+
+
+def failed(args: Sequence[str], cwd: Path, proc: subprocess.CompletedProcess[bytes]) -> GitError:
+    """The error for `git ARGS` in CWD that ended as PROC says. Disk full, read-only,
+    permission (in git's words anywhere in what it said): the machine's refusal, not a bug,
+    exit 7, naming the repository git was writing to."""
+    said = proc.stderr.decode(errors="replace")
+    detail = said.strip().splitlines()
+    reason = detail[-1] if detail else f"exit {proc.returncode}"
+    if names_environment_cause(said):
+        cause = next(line for line in detail if names_environment_cause(line))
+        return GitError(f"{cwd}: git {' '.join(args[:3])} failed: {cause}", exitcodes.ENVIRONMENT)
+    return GitError(f"git {' '.join(args[:3])} failed: {reason}")
 
 
 def out(args: Sequence[str], cwd: Path, **kwargs: object) -> str:
