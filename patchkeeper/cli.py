@@ -235,6 +235,7 @@ def _fail(message: str, code: int) -> NoReturn:
     """One line on stderr; for JSON callers also one document on stdout."""
     import click
 
+    _FAILED_WITH[:] = [message]
     click.echo(f"patchkeeper: {message}", err=True)
     if _wants_json(sys.argv):
         from patchkeeper.report.render import emit_json
@@ -299,13 +300,16 @@ def _delivered(code: int) -> int:
         other = sys.stderr if fd == 1 else sys.stdout
         if fd not in names or set(names) <= set(_REFUSED) or (fd == 2 and _wants_json(sys.argv)):
             continue
+        said = f"{names[fd]}: {refused.strerror}; what was left to write there was dropped"
+        if fd == 2 and _FAILED_WITH:  # the one error line, which stderr did not take
+            said += f"\npatchkeeper: {_FAILED_WITH[0]}"
         with contextlib.suppress(OSError, ValueError):
-            other.write(
-                f"patchkeeper: note: {names[fd]}: {refused.strerror}; what was left to write "
-                "there was dropped\n"
-            )
+            other.write(f"patchkeeper: note: {said}\n")
             other.flush()
     return code
+
+
+_FAILED_WITH: list[str] = []  # the error line `_fail` printed
 
 
 def _main() -> None:

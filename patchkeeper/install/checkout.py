@@ -11,7 +11,7 @@ from patchkeeper.install.version import (
     version_from_command,
     version_from_worktree,
 )
-from patchkeeper.model.errors import UserError
+from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.versions import VersionInfo, fallen_back
 
@@ -60,8 +60,13 @@ def open_install(path: Path) -> Install:
     answers = proc.stdout.decode(errors="surrogateescape").splitlines()
     if proc.returncode != 0 and b"not a git repository" in proc.stderr:
         raise UserError(f"{path}: not a git repository")
-    if answers[:1] == ["true"] or len(answers) < 3:
+    if answers[:1] == ["true"]:
         raise UserError(f"{path}: a bare repository is not an install")
+    if len(answers) < 3:  # git's answer did not reach us (its write refused): not "bare"
+        raise EnvironmentProblem(
+            f"{path}: git rev-parse gave no answer (its output was lost, exit "
+            f"{proc.returncode}); nothing was changed"
+        )
     top = Path(answers[2]).resolve()
     if top != path.resolve():
         raise UserError(f"{path}: not the top of a checkout (that is {top})")

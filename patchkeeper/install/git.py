@@ -14,7 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from patchkeeper.model import exitcodes
-from patchkeeper.model.errors import PatchkeeperError, names_environment_cause
+from patchkeeper.model.errors import (
+    PatchkeeperError,
+    is_environment_error,
+    names_environment_cause,
+)
 
 # Keep git's messages stable for parsing and its prompts away from unattended runs.
 _BASE_ENV = {"LC_ALL": "C", "LANG": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
@@ -68,6 +72,12 @@ def run(
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args[:3])} gave no answer in {timeout:g} s") from None
+    except OSError as exc:  # its input or output refused (a pipe): as if git had said so
+        if not is_environment_error(exc):
+            raise
+        raise GitError(
+            f"{cwd}: git {' '.join(args[:3])} failed: {exc.strerror}", exitcodes.ENVIRONMENT
+        ) from None
     if proc.returncode != 0 and (check or _machine_refused(args, proc)):
         raise failed(args, cwd, proc)
     return proc
@@ -108,3 +118,29 @@ def rev_parse(cwd: Path, rev: str) -> str | None:
     """The full object name of REV, or None when it does not resolve."""
     proc = run(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], cwd, check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def batch_record(output: bytes, position: int, cwd: Path) -> tuple[bytes, int]:
+    """The header line of the `cat-file --batch` record at POSITION of OUTPUT and where its
+    content starts. An answer cut short (git's write of it refused, a full pipe's ENOSPC) is
+    the machine's refusal, exit 7: never read as a shorter answer."""
+    end = output.find(b"\n", position)
+    if end < 0:
+        raise cut_short(cwd)
+    return output[position:end], end + 1
+
+
+def batch_content(output: bytes, start: int, size: int, cwd: Path) -> bytes:
+    """SIZE bytes of content at START of a `cat-file --batch` OUTPUT, whole or refused."""
+    if start + size > len(output):
+        raise cut_short(cwd)
+    return output[start : start + size]
+
+
+def cut_short(cwd: Path) -> GitError:
+    return GitError(
+        f"{cwd}: git cat-file --batch: its answer was cut short (its output was lost); "
+        "nothing was written",
+        exitcodes.ENVIRONMENT,
+    )
+

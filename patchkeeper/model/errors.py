@@ -77,6 +77,7 @@ GIT_WRITE_WORDS = (
     "write error",
     "write failure",
     "short write",
+    "unable to stream",
     "insufficient permission",
 )
 ENVIRONMENT_WORDS = (

@@ -9,7 +9,9 @@ CALLS in each process fails with ERRNO, patchkeeper's own and git's and the upda
 Then, before anything else runs:
 
 - the exit code is never 1 and nothing prints a traceback;
-- exit 7 comes with one error line that names a path (and the cause);
+- exit 7 comes with one error line that names a path and the cause (the errno's words, or
+  git's words for a refused write, or "its output was lost" for a git answer that never came;
+  on stdout when stderr itself was refused);
 - no temporary file is left (`.patchkeeper-*` in the work tree, `*.tmp` in the state);
 
 then `recover` and `status` run plainly and kill_sweep's `check` judges the install: nothing
@@ -37,12 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # run as a script too
+from patchkeeper.model.errors import GIT_WRITE_WORDS
 from tests.benchmarks.kill_sweep import Fixture, Verdict, build, check, copy, pk
 
 ERRNOS = ("ENOSPC", "EDQUOT", "EIO", "EROFS", "EACCES", "EPERM")
 CALLS = {"write": "write,pwrite64,writev", "rename": "rename,renameat,renameat2"}
 TRACED = ",".join(CALLS.values())
 
+# A refusal whose errno never reaches patchkeeper: git's own words for it, or a git answer
+# that never arrived (its write refused, its exit 0).
+CAUSE_UNSAID = (*GIT_WRITE_WORDS, "output was lost")
 ERROR_LINE = re.compile(r"patchkeeper: (internal )?error")
 
 Point = tuple[str, str, int]  # (group of calls, errno, N)
@@ -96,10 +102,12 @@ def error_point(template: Fixture, command: str, point: Point, work: Path) -> Ou
         verdict.wrong_exit.append(f"exit {proc.returncode}: {said[-400:]}")
     if proc.returncode == 7:
         errors = [line for line in proc.stderr.splitlines() if ERROR_LINE.match(line)]
+        if not errors and "note: stderr:" in proc.stdout:  # stderr refused: said on stdout
+            errors = [line for line in proc.stdout.splitlines() if ERROR_LINE.match(line)]
         cause = os.strerror(getattr(errno, name))
         if len(errors) != 1 or "/" not in errors[0]:
             verdict.wrong_exit.append(f"exit 7 without one line naming a path: {errors}")
-        elif cause not in errors[0] and "diskspace" not in errors[0]:
+        elif cause not in errors[0] and not any(w in errors[0] for w in CAUSE_UNSAID):
             verdict.wrong_exit.append(f"exit 7 without the cause ({cause}): {errors[0]}")
     verdict.lost += [f"half-written {path.relative_to(fixture.root)}" for path in _stray(fixture)]
     after = check(fixture)
