@@ -75,7 +75,8 @@ def command(
 
     Reads the journal (.git/patchkeeper/journal.json). Before the upstream command moved
     HEAD, the old version is put back exactly as it was; after, the update is finished on
-    the new version. It says which, and what it did. Exit codes as for `update`.
+    the new version. It says which, and what it did. Exit codes as for `update`; while the
+    interrupted run's updater still runs, 6 (`--wait S` waits for it too).
 
     \b
     Example:
