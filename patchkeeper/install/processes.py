@@ -22,7 +22,7 @@ from typing import IO
 
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.journal import checkpoint
-from patchkeeper.model.errors import PatchkeeperError
+from patchkeeper.model.errors import PatchkeeperError, environment_problem, is_environment_error
 
 KILL_GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL
 PIPE_GRACE_SECONDS = 2.0  # a helper that escaped the group may hold a pipe: do not wait on it
@@ -99,17 +99,16 @@ _GATE = 'read -r go || exit 125; exec "$@" </dev/null'
 _SHELL = "/bin/sh"
 
 
-def _runnable(program: str, cwd: Path, env: Mapping[str, str] | None) -> str | None:
-    """Why PROGRAM cannot be started from CWD (as exec would say), or None."""
+def _cannot_start(program: str, cwd: Path, env: Mapping[str, str] | None) -> str | None:
+    """Why PROGRAM cannot be started from CWD (as exec would say), or None: asked before
+    the gate's shell starts, which would only say so in its output."""
     if os.sep in program:
-        found: str | None = str(cwd / program)
-        if not os.path.isfile(found) or not os.access(found, os.X_OK):  # type: ignore[arg-type]
-            found = None
-    else:
-        found = shutil.which(program, path=(env or os.environ).get("PATH", os.defpath))
-    if found is None:
-        exists = os.path.exists(cwd / program) if os.sep in program else False
-        return os.strerror(errno.EACCES if exists else errno.ENOENT)
+        path = cwd / program
+        if path.is_file() and os.access(path, os.X_OK):
+            return None
+        return os.strerror(errno.EACCES if path.exists() else errno.ENOENT)
+    if shutil.which(program, path=(env or os.environ).get("PATH", os.defpath)) is None:
+        return os.strerror(errno.ENOENT)
     return None
 
 
@@ -144,7 +143,7 @@ def run_in_group(
     started = time.monotonic()
     gate: tuple[int, int] | None = None
     if held:
-        if (why := _runnable(argv[0], cwd, env)) is not None:
+        if (why := _cannot_start(argv[0], cwd, env)) is not None:
             return Finished(None, start_error=f"could not start {argv[0]}: {why}")
         gate = os.pipe()
         argv = [_SHELL, "-c", _GATE, "patchkeeper-held", *argv]
@@ -169,7 +168,7 @@ def run_in_group(
         if gate is not None:
             os.close(gate[0])
     if gate is not None:
-        _release_after(gate[1], proc, on_start)
+        _release_after(gate[1], proc, on_start, cwd)
     elif on_start is not None:
         on_start(proc.pid)
     exited = threading.Event()
@@ -207,19 +206,21 @@ def run_in_group(
 
 
 def _release_after(
-    gate: int, proc: subprocess.Popen, on_start: Callable[[int], None] | None
+    gate: int, proc: subprocess.Popen, on_start: Callable[[int], None] | None, cwd: Path
 ) -> None:
     """ON_START(pid) while PROC waits behind GATE, then let it go. ON_START failing (the
-    journal on a full disk): the gate is closed unopened, PROC ends without running, and the
-    failure is raised."""
+    journal on a full disk), or the gate: it is closed unopened, PROC ends without running,
+    and the failure is raised."""
     try:
         if on_start is not None:
             on_start(proc.pid)
         with contextlib.suppress(BrokenPipeError):
             os.write(gate, b"go\n")
-    except BaseException:
+    except BaseException as exc:
         os.close(gate)
         proc.wait()
+        if isinstance(exc, OSError) and is_environment_error(exc):
+            raise environment_problem(exc, cwd, undone=False) from None
         raise
     os.close(gate)
     checkpoint("4.0.3")  # tests: the updater (the one command started held) let go

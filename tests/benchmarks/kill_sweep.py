@@ -228,6 +228,9 @@ def check(fixture: Fixture, *, recover: bool = True) -> Verdict:
         target = install / path
         if target.is_file() and target.read_text() != _expected(install, path, present):
             verdict.lost.append(f"{path} differs from HEAD's with the patches in place and edits")
+    state = install / ".git" / "patchkeeper"
+    stray = [*install.rglob(".patchkeeper-*"), *state.rglob(".*.tmp")]
+    verdict.lost += [f"left behind: {path.relative_to(install)}" for path in stray]
     notes = install / NOTES_FILE
     if not notes.is_file() or notes.read_bytes() != NOTES:
         verdict.lost.append(f"{NOTES_FILE} lost or changed")
