@@ -6,7 +6,7 @@ The updater here is slow and stashes what it finds (as Hermes' does): before pha
 it held behind a pipe, one that outlived a kill of patchkeeper in the instant after it started
 ran on unknown to `recover`, which rolled back and said "the old version" while the updater
 then stashed the operator's files and moved HEAD. The sweep of the window is
-tests/benchmarks/kill_sweep.py's `window_point`.
+tests/benchmarks/window_sweep.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.benchmarks.kill_sweep import WINDOW, Fixture, build, window_point
+from tests.benchmarks.kill_sweep import Fixture, build
+from tests.benchmarks.window_sweep import WINDOW, window_point
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,8 @@
 """SIGKILL at the Nth unlink, rename or truncate of `update` and `apply` (and of every process
 they start), then `recover`: is anything lost, torn or misreported? Prints the counts.
 
-Then the window around the updater's start (`update` only, WINDOW): SIGKILL by
-PATCHKEEPER_STOP_AT_PHASE before the updater is started, once it is started and held, once it
-is recorded, once it is let go and once it has ended, with a slow updater that stashes what it
-finds (as Hermes' does), run outside strace so that it outlives the kill; `recover` at once must
-say busy (6) while it runs, and what it then says (old or new version) must be what the disk
-holds once every process of the run has ended.
+The window around the updater's start, which strace cannot reach (it waits for every traced
+process, so the updater never outlives the kill under it), is tests/benchmarks/window_sweep.py.
 
 The fixture is built from scratch: an upstream with two releases, a clone as the install,
 two patches (one edits two files, one edits a file and creates a module), a trivial updater
@@ -42,7 +38,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))  # run as a script too
 from tests.helpers import diff_of
 
-STOP_ENV = "PATCHKEEPER_STOP_AT_PHASE"
 SYSCALLS = "unlink,unlinkat,rename,renameat,renameat2,truncate,ftruncate"
 # strace counts each syscall apart, in each process: with all of them injected, the Nth call
 # of whichever comes first kills; each group alone reaches the Nth call of that group too.
@@ -308,81 +303,6 @@ def disk_full_point(template: Fixture, command: str, n: int, work: Path) -> Verd
     return verdict
 
 
-# The window around the updater's start (phase 4), with a slow updater: SIGKILL at the phase's
-# record, once the updater is started and held, once it is recorded, once it is let go, and
-# once it has ended. Outside strace, so the updater outlives the kill as it would for real.
-WINDOW = ("4", "4.0.1", "4.0.2", "4.0.3", "4.1")
-RUNNING = "4.0.3"  # the updater runs on after the kill: `recover` must say busy (6) first
-SLOW_SECONDS = 2
-
-
-SLOW_UPDATER = (
-    f"sleep {SLOW_SECONDS}; git stash push -q --include-untracked -m hermes-update-autostash; "
-    "exec git pull -q --ff-only"
-)
-
-
-def slow_updater(fixture: Fixture) -> None:
-    """The fixture's updater, made to wait and then stash what it finds, as Hermes' does: one
-    that outlives a killed patchkeeper and runs after a rollback takes the operator's files."""
-    (fixture.patches / "patchkeeper.toml").write_text(
-        f'[update]\ncommand = ["sh", "-c", "{SLOW_UPDATER}"]\n'
-    )
-
-
-def _updater_gone(install: Path, seconds: float) -> None:
-    """Wait until no process works in INSTALL any more (the updater, held or let go, and
-    its git): only then does the disk say what the run did."""
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        busy = False
-        for cwd in Path("/proc").glob("[0-9]*/cwd"):
-            try:
-                busy = busy or Path(os.readlink(cwd)) == install
-            except OSError:
-                continue
-        if not busy:
-            return
-        time.sleep(0.05)
-
-
-def window_point(template: Fixture, point: str, work: Path) -> Verdict:
-    """Kill `update` at POINT of WINDOW (slow updater), then `recover` at once: it must wait
-    for a live updater (exit 6, then `--wait`) before deciding, and what it says (old or new
-    version) must be what the disk holds once every process of the run has ended."""
-    import json
-
-    fixture = copy(template, work / f"window-{point}")
-    slow_updater(fixture)
-    old = git(fixture.install, "rev-parse", "HEAD")
-    killed = pk(fixture.install, fixture.patches, "update", env={STOP_ENV: point})
-    verdict = Verdict(killed=killed.returncode == -9)
-    first = pk(fixture.install, fixture.patches, "recover", "--json")
-    if point == RUNNING and first.returncode != 6:
-        verdict.wrong_exit.append(f"recover did not wait for the running updater: {first.stdout}")
-    if first.returncode == 6:
-        first = pk(fixture.install, fixture.patches, "recover", "--json", "--wait", "60")
-    if first.returncode in (1, 6) or not first.stdout.strip():
-        verdict.wrong_exit.append(f"recover exit {first.returncode}: {first.stderr[-300:]}")
-        return verdict
-    said = json.loads(first.stdout)
-    head = git(fixture.install, "rev-parse", "HEAD")
-    _updater_gone(fixture.install, 60)
-    if git(fixture.install, "rev-parse", "HEAD") != head:
-        verdict.wrong_exit.append("HEAD moved after recover had answered")
-    if said.get("direction") == "old" and head != old:
-        verdict.wrong_exit.append(f"recover said the old version, HEAD is {head}")
-    if said.get("direction") == "new" and head == old:
-        verdict.wrong_exit.append("recover said the new version, HEAD is the old one")
-    after = check(fixture)
-    after.killed = verdict.killed
-    after.wrong_exit[:0] = verdict.wrong_exit
-    shutil.rmtree(fixture.root)
-    return after
-
-
 Point = tuple[str, int]  # (group, N)
 
 
@@ -395,11 +315,6 @@ def sweep(
     most = max_calls(template, command, work)
     points = [(group, n) for group, ns in choose(most).items() for n in ns]
     return most, [((g, n), run_point(template, command, g, n, work)) for g, n in points]
-
-
-def sweep_template(work: Path) -> Fixture:
-    """The update template `sweep` built in WORK."""
-    return Fixture(work / "template")
 
 
 def summary(command: str, most: dict[str, int], verdicts: list[tuple[Point, Verdict]]) -> str:
@@ -432,13 +347,6 @@ def main() -> None:
                 lambda most: {g: range(1, n + 1, args.every) for g, n in most.items()},
             )
             print(summary(command, most, verdicts), flush=True)
-            if command == "update":
-                window = [((point, 0), window_point(sweep_template(work), point, work))
-                          for point in WINDOW]  # fmt: skip
-                bad = [point for (point, _), v in window if not v.recovered]
-                print(f"update, the updater's start ({', '.join(WINDOW)}): "
-                      f"{len(window) - len(bad)} of {len(window)} right", flush=True)  # fmt: skip
-                verdicts += window
             if args.verbose:
                 for (group, n), verdict in verdicts:
                     if not verdict.recovered:
