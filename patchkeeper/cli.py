@@ -141,6 +141,7 @@ def __getattr__(name: str) -> object:
 # Per stream (1: stdout, 2: stderr), the first refusal of a write other than a closed pipe (a
 # full disk, `> /dev/full`): said once, on the other stream, at the end of the run.
 _REFUSED: dict[int, OSError] = {}
+_FAILED_WITH: list[str] = []  # the error line `_fail` printed, said again if stderr refused it
 
 
 class _DroppedWhenClosed(io.RawIOBase):
@@ -307,9 +308,6 @@ def _delivered(code: int) -> int:
             other.write(f"patchkeeper: note: {said}\n")
             other.flush()
     return code
-
-
-_FAILED_WITH: list[str] = []  # the error line `_fail` printed
 
 
 def _main() -> None:
