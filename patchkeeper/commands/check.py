@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.commands.common import install_option, patches_option
+from patchkeeper.commands.common import install_option, metrics_option, patches_option
 
 FORMATS = ("text", "json", "junit", "github")
 
@@ -90,6 +90,7 @@ def render_table(reports) -> None:  # type: ignore[no-untyped-def]
 )
 @install_option
 @patches_option
+@metrics_option
 def command(
     refs: tuple[str, ...],
     tag_globs: tuple[str, ...],
@@ -101,6 +102,7 @@ def command(
     progress: bool | None,
     install_path: Path | None,
     patches_dir: Path | None,
+    metrics_path: Path | None,
 ) -> int:
     """Show the outcome of every patch against each ref, touching nothing.
 
@@ -139,9 +141,10 @@ def command(
     if fetch_remote is not None:
         checking.fetch(repo, fetch_remote)
     chosen = list(dict.fromkeys(refs))
+    unknown: list[str] = []
     if tag_globs or since is not None:
-        scheme = workspace.settings.version_scheme
-        tags = checking.select_tags(repo, tag_globs, since, scheme)
+        selection = checking.select_tags(repo, tag_globs, since, workspace.settings.tags)
+        tags, unknown = selection.tags, selection.unknown
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
             floor = f", version >= {since}" if since is not None else ""
@@ -156,7 +159,7 @@ def command(
             repo,
             workspace.patch_set,
             chosen,
-            workspace.settings.version_file,
+            workspace.settings,
             progress=lambda done, total, ref: meter.update(done, ref),
         )
     finally:
@@ -169,8 +172,13 @@ def command(
 
         write_junit(reports, junit_path)
     label = workspace.patch_set_label
+    if metrics_path is not None:
+        from patchkeeper.commands.common import write_metrics
+
+        targets = [_target_json(r) for r in reports]
+        write_metrics(metrics_path, "check", code, {"install": str(repo), "targets": targets})
     if output == "json":
-        _emit_json(reports, code, label, tag_globs, since, fetch_remote)
+        _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown)
     elif output == "junit":
         from patchkeeper.report.junit import junit_xml
 
@@ -180,12 +188,47 @@ def command(
         _emit_github(reports, workspace.patch_set, label)
     else:
         render_table(reports)
+        _say_versions(reports, unknown if since is not None else [], workspace.settings.tags)
         click.echo(f"patch set: {label}")
     return code
 
 
-def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  # type: ignore[no-untyped-def]
-    from patchkeeper.report.render import emit_json, patch_json
+def _say_versions(reports, left_out, names) -> None:  # type: ignore[no-untyped-def]
+    """Which version source answered for which refs (one line), each ref of unknown version
+    with every reason, and the tags --since left out because their release is unknown (a
+    CalVer name is never taken for a release number). JSON has every ref's reasons."""
+    by_source: dict[str, list[str]] = {}
+    for r in reports:
+        if r.version.version is None:
+            click.echo(f"version of {r.ref}: {r.version}")
+        else:
+            source = (r.version.answered or r.version.text).split(":")[0].split(" at ")[0]
+            by_source.setdefault(source, []).append(r.ref)
+    if by_source:
+        said = [f"{source} for {_refs(refs)}" for source, refs in by_source.items()]
+        click.echo(f"versions from: {'; '.join(said)}")
+    for tag in left_out:
+        click.echo(f"not judged: {names.unknown_reason(tag)}")
+
+
+def _refs(refs: list[str]) -> str:
+    return ", ".join(refs) if len(refs) <= 3 else f"{refs[0]} .. {refs[-1]} ({len(refs)} refs)"
+
+
+def _target_json(report) -> dict:  # type: ignore[no-untyped-def]
+    """One ref's part of the document: its version, where it was read, every patch's outcome."""
+    from patchkeeper.report.render import patch_json
+
+    return {
+        "ref": report.ref,
+        "commit": report.commit,
+        **report.version.as_json(),
+        "patches": [patch_json(p) for p in report.results],
+    }
+
+
+def _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown) -> None:  # type: ignore[no-untyped-def]
+    from patchkeeper.report.render import emit_json
 
     emit_json(
         "check",
@@ -195,16 +238,9 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  #
             "tags": list(tag_globs),
             "since": str(since) if since is not None else None,
             "fetched": fetch_remote,
+            "unknown_release": unknown,
         },
-        targets=(  # written one by one as they come (see emit_json)
-            {
-                "ref": r.ref,
-                "commit": r.commit,
-                "version": str(r.version.version) if r.version.version else None,
-                "patches": [patch_json(p) for p in r.results],
-            }
-            for r in reports
-        ),
+        targets=(_target_json(r) for r in reports),  # written one by one (see emit_json)
         patches=(
             {"name": p.name, "outcome": p.outcome, "ref": r.ref} for r in reports for p in r.results
         ),

@@ -16,7 +16,7 @@ from patchkeeper.commands.common import (
 from patchkeeper.engine.authoring import record_patch
 from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.install.lock import InstallLock
-from patchkeeper.install.workspace import Workspace, locked_for_writing
+from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_bundled_set
 from patchkeeper.model import exitcodes
 from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.report.render import emit_json
@@ -89,12 +89,17 @@ def command(
           -m "Checkpoint the ledger WAL less often"
     """
     workspace = open_workspace(install_path, patches_dir)
+    refuse_bundled_set(workspace, "record")
     with locked_for_writing(workspace, "record", wait) as lock:
         version = install_version(workspace.install, workspace.settings)
         written = record_patch(
             workspace.install, workspace.patch_set, version, name, paths, message
         )
     notes, code = settled_notes(lock)
+    notes.append(  # exit 0 of status and update needs every fix proven (docs/concepts.md)
+        f"{name} names no smoke check yet: add `Smoke: CHECK` (smoke/CHECK.py) or "
+        f"`Smoke: none (WHY)` to {written}; until then status says it is not proven"
+    )
     if as_json:
         written_json("record", workspace, version, name, written, "recorded", notes, code)
     else:

@@ -6,16 +6,25 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    metrics_option,
+    open_workspace,
+    patches_option,
+    write_metrics,
+)
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
+from patchkeeper.install.state import load_applied
 from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.leftovers.find import find_leftovers, note_leftovers
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.versions import VersionInfo
+from patchkeeper.proof.smoke.proven import status_notes
 from patchkeeper.report.render import emit_json, patch_json, patch_lines
 from patchkeeper.update.context import UpdateOptions, retry_command
 
@@ -23,7 +32,7 @@ from patchkeeper.update.context import UpdateOptions, retry_command
 def render_tree(report: TreeReport, title: str) -> None:
     click.echo(f"{title}")
     click.echo(f"  install  {report.install.path}")
-    click.echo(f"  version  {report.version}")
+    click.echo(f"  version  {report.version.said()}")
     click.echo(f"  HEAD     {report.head or '(none)'}")
     if report.patch_set:
         click.echo(f"  set      {report.patch_set}")
@@ -38,12 +47,7 @@ def render_tree(report: TreeReport, title: str) -> None:
 
 
 def install_json(install: Install, version: VersionInfo, head: str | None) -> dict:
-    return {
-        "path": str(install.path),
-        "version": str(version.version) if version.version else None,
-        "version_source": version.source,
-        "head": head,
-    }
+    return {"path": str(install.path), **version.as_json(), "head": head}
 
 
 def tree_json(report: TreeReport) -> dict:
@@ -58,8 +62,15 @@ def tree_json(report: TreeReport) -> dict:
 def note_next_steps(report: TreeReport, workspace: Workspace) -> None:
     """A line for every patch that needs a person, naming the command that settles it."""
     root, install = workspace.patch_set.root, workspace.install.path
+    advice = ""
+    if any(r.undecided for r in report.results):
+        from patchkeeper.install.version_chain import unknown_version_advice
+
+        advice = unknown_version_advice(install, report.version, workspace.settings)
     report.notes += [
-        step for r in report.results if (step := nextstep.for_patch(r, install, root)) is not None
+        step
+        for r in report.results
+        if (step := nextstep.for_patch(r, install, root, advice)) is not None
     ]
 
 
@@ -97,13 +108,17 @@ def update_not_done(workspace: Workspace) -> str | None:
 @install_option
 @patches_option
 @json_option
-def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
+@metrics_option
+def command(
+    install_path: Path | None, patches_dir: Path | None, as_json: bool, metrics_path: Path | None
+) -> int:
     """Show each patch's outcome against the install's current work tree.
 
     A patch that is not applied yet shows what `apply` would do; `drifted` means patchkeeper
     applied it and it was edited by hand since. Exit 0 only when every applicable patch is
-    in place. Writes nothing, but runs [install] version_command (when set) to learn the
-    install's version.
+    in place and proven: its smoke checks passed since it was written (else 5, or 4 when
+    they failed at their last run), or its patch says `Smoke: none (WHY)`. Writes nothing,
+    but runs [install] version_command (when set) to learn the install's version.
 
     \b
     Example:
@@ -124,9 +139,16 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
         report.notes.insert(0, missed)
     if (writer := interrupted(workspace.install.state_dir)) is not None:
         report.notes.insert(0, interrupted_note(writer))
+    records = load_applied(workspace.install.state_dir)
+    proof_code, unproven = status_notes(
+        workspace.install.path, workspace.patch_set, report.results, records
+    )
+    report.notes += unproven
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
-        code = exitcodes.worst(code, exitcodes.ATTENTION)
+        code = exitcodes.worst(code, proof_code or exitcodes.ATTENTION)
+    if metrics_path is not None:
+        write_metrics(metrics_path, "status", code, tree_json(report), workspace.install.state_dir)
     if as_json:
         emit_json("status", code, **tree_json(report))
     else:

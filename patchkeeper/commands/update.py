@@ -12,13 +12,15 @@ from patchkeeper.commands.common import (
     Seconds,
     install_option,
     json_option,
+    metrics_option,
     open_workspace,
     patches_option,
     wait_option,
+    write_metrics,
 )
 from patchkeeper.install.workspace import locked_for_writing
 from patchkeeper.patchset.load import refuse_overlapping_variants
-from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines
+from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines, smoke_line
 from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.report import LeftoverAction, UpdateReport
 from patchkeeper.update.run import run_update
@@ -48,7 +50,11 @@ def update_json(report: UpdateReport) -> dict[str, Any]:
             "head_before": report.head_before,
             "head_after": report.head_after,
             "version_before": report.version_before,
+            "version_before_from": report.version_before_from,
+            "version_before_not_from": report.version_before_not_from,
             "version_after": report.version_after,
+            "version_after_from": report.version_after_from,
+            "version_after_not_from": report.version_after_not_from,
         },
         "patch_set": report.patch_set,
         "phases": [asdict(p) for p in report.phases],
@@ -115,10 +121,7 @@ def render_update(report: UpdateReport) -> None:
             echo(f"      see your edit: {kept.show}")
         if report.restore.kept:
             echo(f"  merge them with conflict markers: {report.restore.command}")
-    echo(
-        f"smoke: {report.smoke.status.replace('-', ' ')}"
-        + (f" ({report.smoke.detail})" if report.smoke.detail else "")
-    )
+    echo(smoke_line(report.smoke.status, report.smoke.detail, report.patch_results))
     for post in report.post:
         echo(f"post: {' '.join(post.command)}: {post.describe()}")
     for note in report.notes:
@@ -149,6 +152,7 @@ def render_update(report: UpdateReport) -> None:
 @patches_option
 @wait_option
 @json_option
+@metrics_option
 def command(
     args: tuple[str, ...],
     timeout: float | None,
@@ -158,6 +162,7 @@ def command(
     patches_dir: Path | None,
     wait: float,
     as_json: bool,
+    metrics_path: Path | None,
 ) -> int:
     """Run the upstream update ([update] command, plus ARGS after `--`) keeping the patches.
 
@@ -184,6 +189,9 @@ def command(
     if lock.settled:
         report.notes.append(lock.settled.describe())
     code = report.exit_code()
+    if metrics_path is not None:
+        document = update_json(report)
+        write_metrics(metrics_path, "update", code, document, workspace.install.state_dir)
     if as_json:
         emit_json("update", code, **update_json(report))
     else:

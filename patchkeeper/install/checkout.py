@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install import git
-from patchkeeper.install.version import (
-    describe_version,
-    version_from_command,
-    version_from_worktree,
-)
+from patchkeeper.install.version_chain import worktree_version
 from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.patchset.settings import Settings
-from patchkeeper.patchset.versions import VersionInfo, fallen_back
+from patchkeeper.patchset.versions import VersionInfo
 
 STATE_DIR_NAME = "patchkeeper"
 
@@ -60,6 +58,8 @@ def open_install(path: Path) -> Install:
     answers = proc.stdout.decode(errors="surrogateescape").splitlines()
     if proc.returncode != 0 and b"not a git repository" in proc.stderr:
         raise UserError(f"{path}: not a git repository")
+    if proc.returncode != 0 and b"dubious ownership" in proc.stderr:
+        raise _not_owned(path, proc.stderr.decode(errors="surrogateescape"))
     if answers[:1] == ["true"]:
         raise UserError(f"{path}: a bare repository is not an install")
     if len(answers) < 3:  # git's answer did not reach us (its write refused): not "bare"
@@ -71,6 +71,19 @@ def open_install(path: Path) -> Install:
     if top != path.resolve():
         raise UserError(f"{path}: not the top of a checkout (that is {top})")
     return Install(path=top, git_dir=Path(answers[1]).resolve())
+
+
+def _not_owned(path: Path, said: str) -> EnvironmentProblem:
+    """git refuses a repository another user owns (its safe.directory check): said as git says
+    it, with the command git names to trust it (exit 7: the machine refused the read)."""
+    named = re.search(r"safe\.directory (.+)$", said, re.MULTILINE)
+    folder = named.group(1).strip() if named else str(path.resolve())
+    if folder.startswith("'") and folder.endswith("'"):
+        folder = folder[1:-1]  # newer git quotes it
+    return EnvironmentProblem(
+        f"{path}: git refuses it: dubious ownership (the repository belongs to another user); "
+        f"if you trust it: git config --global --add safe.directory {shlex.quote(folder)}"
+    )
 
 
 def operation_in_progress(install: Install, unmerged: list[str] | None = None) -> str | None:
@@ -94,19 +107,6 @@ def refuse_if_busy_with_git(install: Install) -> None:
 
 
 def install_version(install: Install, settings: Settings) -> VersionInfo:
-    """The version that runs: `version_command`, then `version_file` in the work tree, then
-    git describe on HEAD; the first to give a PEP 440 version wins, and its text says why the
-    ones before it gave none."""
-    reasons: list[str] = []
-    if settings.version_command:
-        scheme = settings.version_scheme
-        info = version_from_command(install.path, settings.version_command, scheme=scheme)
-        if info.version is not None:
-            return info
-        reasons.append(info.text)
-    if settings.version_file is not None:
-        info = version_from_worktree(install.path, settings.version_file)
-        if info.version is not None:
-            return info
-        reasons.append(info.text)
-    return fallen_back(describe_version(install.path, "HEAD", settings.version_scheme), reasons)
+    """The version that runs: the patch set's version sources asked in the work tree, the
+    first to answer wins (install/version_chain.py)."""
+    return worktree_version(install.path, settings)

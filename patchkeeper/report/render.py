@@ -36,15 +36,22 @@ _COLOURS = {
 }
 
 
+def colour_forced() -> bool:
+    """FORCE_COLOR (force-color.org) or CLICOLOR_FORCE set, and not to 0: colour off a
+    terminal too (a CI log that renders it)."""
+    forcing = ("FORCE_COLOR", "CLICOLOR_FORCE")
+    return any(os.environ.get(name, "") not in ("", "0") for name in forcing)
+
+
 def use_colour() -> bool:
-    """On a terminal only, and not when NO_COLOR is set and non-empty (no-color.org) or the
-    terminal is dumb (as git does). A stdout closed from the start (None) is no terminal."""
-    return (
-        sys.stdout is not None
-        and sys.stdout.isatty()
-        and not os.environ.get("NO_COLOR")
-        and os.environ.get("TERM") != "dumb"
-    )
+    """Never when NO_COLOR is set and non-empty (no-color.org); always when forced
+    (`colour_forced`); else on a terminal only, and not a dumb one (as git does). A stdout
+    closed from the start (None) is no terminal."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if colour_forced():
+        return True
+    return sys.stdout is not None and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
 
 
 def paint(text: str, colour: str | None) -> str:
@@ -53,6 +60,18 @@ def paint(text: str, colour: str | None) -> str:
 
 def outcome_word(outcome: str) -> str:
     return paint(outcome, _COLOURS.get(outcome))
+
+
+def smoke_line(status: str, detail: str, results: list[PatchResult]) -> str:
+    """The smoke line, and what it does not prove: a fix that conflicts, is undecided or
+    otherwise not in place had no check of its own pass, whatever the others' say."""
+    line = f"smoke: {status.replace('-', ' ')}" + (f" ({detail})" if detail else "")
+    unproven = [
+        f"{r.name} ({'undecided' if r.undecided else r.outcome})"
+        for r in results
+        if r.outcome in oc.FAILED or r.needs_a_person
+    ]
+    return line + (f"; not proven: {', '.join(unproven)}" if unproven else "")
 
 
 def patch_json(result: PatchResult) -> dict[str, Any]:
@@ -69,6 +88,9 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "merged_files": result.merged_files,
         "conflicts": [asdict(c) for c in result.conflicts],
         "notes": result.notes,
+        "variant_choice": None
+        if result.variant_choice is None
+        else {"by": "content", **asdict(result.variant_choice)},
     }
 
 
@@ -105,10 +127,14 @@ def leftover_json(item: Leftover) -> dict[str, Any]:
 # (the fleet playbook tests `doc.error is defined`). Each command's keys beyond `schema`,
 # `command` and `exit_code`, with the value an error document gets; `leftovers restore` and
 # `leftovers drop` share the keys of `leftovers`.
-_TREE_INSTALL = {"path": None, "version": None, "version_source": None, "head": None}
+_TREE_INSTALL = {
+    "path": None, "version": None, "version_source": None, "version_from": None,
+    "version_not_from": [], "head": None,
+}  # fmt: skip
 _UPDATE_INSTALL = {
     "path": None, "head_before": None, "head_after": None,
-    "version_before": None, "version_after": None,
+    "version_before": None, "version_before_from": None, "version_before_not_from": [],
+    "version_after": None, "version_after_from": None, "version_after_not_from": [],
 }  # fmt: skip
 _TREE = {"install": _TREE_INSTALL, "patch_set": None, "patches": [], "notes": []}
 _UPDATE = {
@@ -128,11 +154,16 @@ _LEFTOVERS = {
     "leftovers": [], "updater_backups": [], "leftover": None, "clean": None, "written": [],
     "conflicts": [], "backup_ref": None, "undo": None, "patches": [],
 }  # fmt: skip
+_PORT = {
+    "status": None, "onto": None, "commit": None, "version": None, "patch_set": None,
+    "out": None, "patches": [], "conflict": None, "smoke": None, "next_step": None, "notes": [],
+}  # fmt: skip
 DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "status": _TREE,
     "apply": {**_TREE, "smoke": None},
     "unapply": _TREE,
     "record": _TREE,
+    "init": {"patch_set": None, "source": None, "files": [], "patches": []},
     "refresh": _TREE,
     "check": {"patch_set": None, "selection": None, "targets": [], "patches": []},
     "lint": {"patch_set": None, "problems": [], "patches": []},
@@ -141,10 +172,12 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "update": _UPDATE,
     "recover": {"direction": None, "meaning": None, "actions": [], **_UPDATE},
     "leftovers": _LEFTOVERS,
+    "leftovers show": {**_LEFTOVERS, "diff": None},
     "audit": _AUDIT,
     "demo": {"sandbox": None, "steps": [], **_UPDATE},
     "fleet report": {"reports_dir": None, "counts": {}, "hosts": [], "patches": []},
     "fleet ready": {"install": None, "patch_set": None, "patches": []},
+    "port": _PORT,
 }
 
 
