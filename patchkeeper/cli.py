@@ -8,12 +8,15 @@ mapped to its exit code.
 
 A reader that goes away early (`patchkeeper check | head -1`) changes nothing: what can no
 longer be delivered to it is dropped, silently, and the command runs to its end with the exit
-code it would have had. An update is never cut short half-way because a pipe closed.
+code it would have had. An update is never cut short half-way because a pipe closed. A stream
+the machine refuses (stderr on a full disk) is dropped the same way, and named once at the end
+on the other stream.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import gc
 import importlib
@@ -141,11 +144,18 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# Per stream (1: stdout, 2: stderr), the first refusal of a write other than a closed pipe (a
+# full disk, `> /dev/full`): said once, on the other stream, at the end of the run.
+_REFUSED: dict[int, OSError] = {}
+_FAILED_WITH: list[str] = []  # the error line `_fail` printed, said again if stderr refused it
+
+
 class _DroppedWhenClosed(io.RawIOBase):
-    """The file descriptor FD, written as is, until its reader is gone: from the first EPIPE
-    on, FD is /dev/null (for this process and every process started after), and a write
-    reports everything as written. Python ignores SIGPIPE, so without this the first write
-    after the reader left would raise BrokenPipeError from wherever the command was."""
+    """The file descriptor FD, written as is, until a write to it fails: from the first EPIPE
+    (its reader is gone), ENOSPC, EIO, ... on, FD is /dev/null (for this process and every
+    process started after), and a write reports everything as written. Python ignores SIGPIPE,
+    so without this the first write after the reader left (or the disk filled) would raise
+    from wherever the command was: half-way through an update, say, leaving its journal."""
 
     def __init__(self, fd: int) -> None:
         super().__init__()
@@ -163,8 +173,10 @@ class _DroppedWhenClosed(io.RawIOBase):
     def write(self, data: bytes) -> int:
         try:
             return os.write(self._fd, data)
-        except BrokenPipeError:
+        except OSError as exc:
             _to_devnull(self._fd)
+            if not isinstance(exc, BrokenPipeError):
+                _REFUSED.setdefault(self._fd, exc)
             return memoryview(data).nbytes
 
 
@@ -263,6 +275,7 @@ def _fail(message: str, code: int) -> NoReturn:
     callers the exit code in the metrics file."""
     import click
 
+    _FAILED_WITH[:] = [message]
     click.echo(f"patchkeeper: {message}", err=True)
     _failure_metrics(code)
     if _wants_json(sys.argv):
@@ -312,12 +325,37 @@ def _no_collections_on_the_way_out() -> None:
 def main() -> None:
     _survive_closed_pipes()
     _no_collections_on_the_way_out()
+    try:
+        _main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        sys.exit(_delivered(code))
+
+
+def _delivered(code: int) -> int:
+    """CODE, the run's own exit code, whatever stdout or stderr refused: the run was never cut
+    short for it. A refused stream is named once on the other one (on stdout only for text
+    output: a JSON document stays one document)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    names = {1: "stdout", 2: "stderr"}
+    for fd, refused in sorted(_REFUSED.items()):
+        other = sys.stderr if fd == 1 else sys.stdout
+        if fd not in names or set(names) <= set(_REFUSED) or (fd == 2 and _wants_json(sys.argv)):
+            continue
+        said = f"{names[fd]}: {refused.strerror}; what was left to write there was dropped"
+        if fd == 2 and _FAILED_WITH:  # the one error line, which stderr did not take
+            said += f"\npatchkeeper: {_FAILED_WITH[0]}"
+        with contextlib.suppress(OSError, ValueError):
+            other.write(f"patchkeeper: note: {said}\n")
+            other.flush()
+    return code
+
+
+def _main() -> None:
     if sys.argv[1:] == ["--version"]:  # what click's version option prints, without click
-        try:
-            sys.stdout.write(f"patchkeeper, version {__version__}\n")
-            sys.stdout.flush()
-        except Exception as exc:  # stdout on a full disk, say: as for any command
-            _fail_unexpected(exc)
+        sys.stdout.write(f"patchkeeper, version {__version__}\n")
         sys.exit(0)
     _start_up_loading()
     import click
@@ -343,17 +381,6 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _drop_stdout_if_unwritable() -> None:
-    """A stdout that cannot take what is pending (`> /dev/full`) is pointed at os.devnull, so
-    what it held is dropped: else the interpreter's last flush fails again on the way out, with
-    a traceback and exit 120 instead of the one line and the exit code the contract promises."""
-    try:
-        sys.stdout.flush()
-    except OSError:
-        _to_devnull(sys.stdout.fileno())
-        sys.stdout.flush()
-
-
 def _fail_unexpected(exc: Exception) -> NoReturn:
     """EXC, raised by a command and not click's: its own exit code when it is ours, exit 7 for
     the machine's refusal, else exit 1 (an internal error), each as one line."""
@@ -367,7 +394,6 @@ def _fail_unexpected(exc: Exception) -> NoReturn:
     if is_environment_error(exc):  # disk full, read-only, permission: one line, exit 7
         assert isinstance(exc, OSError)
         where = exc.filename if exc.filename is not None else "(a pipe or unnamed file)"
-        _drop_stdout_if_unwritable()
         _fail(f"error: {where}: {exc.strerror}", exitcodes.ENVIRONMENT)
     _fail(
         f"internal error: {type(exc).__name__}: {exc} "

@@ -20,10 +20,13 @@ from tests.benchmarks.kill_sweep import GROUPS, summary, sweep
 
 STRIDE = 6
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("strace") is None,
-    reason="strace is not installed (.ci/run installs it; locally: apt-get install strace)",
-)
+pytestmark = [
+    pytest.mark.sweep,
+    pytest.mark.skipif(
+        shutil.which("strace") is None,
+        reason="strace is not installed (.ci/run installs it; locally: apt-get install strace)",
+    ),
+]
 
 
 def sampled(most: dict[str, int]) -> dict[str, range]:

@@ -79,7 +79,8 @@ def command(
 
     Reads the journal (.git/patchkeeper/journal.json). Before the upstream command moved
     HEAD, the old version is put back exactly as it was; after, the update is finished on
-    the new version. It says which, and what it did. Exit codes as for `update`.
+    the new version. It says which, and what it did. Exit codes as for `update`; while the
+    interrupted run's updater still runs, 6 (`--wait S` waits for it too).
 
     \b
     Example:
@@ -89,7 +90,7 @@ def command(
     refuse_overlapping_variants(workspace.patch_set)  # as update does
     options = UpdateOptions(timeout=timeout, as_json=as_json)
     with install_lock(workspace.install.state_dir, "recover", wait) as lock:
-        report = recover(workspace, lock, options)
+        report = recover(workspace, lock, options, wait)
     if lock.taken_over:
         report.actions.insert(0, f"took over the lock of dead {lock.taken_over.describe()}")
     code = report.exit_code()

@@ -91,13 +91,13 @@ def read_blobs(repo: Path, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str,
     blobs: dict[tuple[str, str], bytes] = {}
     position = 0
     for pair in wanted:
-        end = output.index(b"\n", position)
-        header = _BATCH_HEADER_RE.match(output[position:end])
-        position = end + 1
+        line, position = git.batch_record(output, position, repo)
+        header = _BATCH_HEADER_RE.match(line)
         if header is None:
             continue  # no such file in REF
         size = int(header[2])
+        content = git.batch_content(output, position, size, repo)
         if header[1] == b"blob":
-            blobs[pair] = output[position : position + size]
+            blobs[pair] = content
         position += size + 1  # the content, then a newline
     return blobs

@@ -60,8 +60,13 @@ def open_install(path: Path) -> Install:
         raise UserError(f"{path}: not a git repository")
     if proc.returncode != 0 and b"dubious ownership" in proc.stderr:
         raise _not_owned(path, proc.stderr.decode(errors="surrogateescape"))
-    if answers[:1] == ["true"] or len(answers) < 3:
+    if answers[:1] == ["true"]:
         raise UserError(f"{path}: a bare repository is not an install")
+    if len(answers) < 3:  # git's answer did not reach us (its write refused): not "bare"
+        raise EnvironmentProblem(
+            f"{path}: git rev-parse gave no answer (its output was lost, exit "
+            f"{proc.returncode}); nothing was changed"
+        )
     top = Path(answers[2]).resolve()
     if top != path.resolve():
         raise UserError(f"{path}: not the top of a checkout (that is {top})")

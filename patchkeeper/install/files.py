@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -29,6 +31,27 @@ def atomic_write(path: Path, data: bytes, *, then_sync_folder: bool = True) -> N
         raise
     if then_sync_folder:
         sync_folder(path.parent)  # the rename itself must survive a power cut too
+
+
+_TEMP = re.compile(r"\..+\.(\d+)\.tmp")  # atomic_write's temporary name: .NAME.PID.tmp
+
+
+def remove_dead_temps(folder: Path) -> None:
+    """Remove the temporary files `atomic_write` left under FOLDER in a process that was
+    killed mid-write (its pid gone): a live writer's are left alone."""
+    for path in folder.rglob(".*.tmp"):
+        match = _TEMP.fullmatch(path.name)
+        if match is None:
+            continue
+        try:
+            os.kill(int(match[1]), 0)
+            continue  # its writer lives (or is another user's: not ours to judge)
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 WRITERS = 8  # threads that write (and fsync) at once

@@ -14,7 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from patchkeeper.model import exitcodes
-from patchkeeper.model.errors import PatchkeeperError, names_environment_cause
+from patchkeeper.model.errors import (
+    PatchkeeperError,
+    is_environment_error,
+    names_environment_cause,
+)
 
 # Keep git's messages stable for parsing and its prompts away from unattended runs.
 _BASE_ENV = {"LC_ALL": "C", "LANG": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
@@ -68,13 +72,41 @@ def run(
         )
     except subprocess.TimeoutExpired:
         raise GitError(f"git {' '.join(args[:3])} gave no answer in {timeout:g} s") from None
-    if check and proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        reason = detail[-1] if detail else f"exit {proc.returncode}"
-        # Disk full, read-only, permission: the machine's refusal, not a bug (exit 7).
-        code = exitcodes.ENVIRONMENT if names_environment_cause(reason) else None
-        raise GitError(f"git {' '.join(args[:3])} failed: {reason}", code)
+    except OSError as exc:  # its input or output refused (a pipe): as if git had said so
+        if not is_environment_error(exc):
+            raise
+        raise GitError(
+            f"{cwd}: git {' '.join(args[:3])} failed: {exc.strerror}", exitcodes.ENVIRONMENT
+        ) from None
+    if proc.returncode != 0 and (check or _machine_refused(args, proc)):
+        raise failed(args, cwd, proc)
     return proc
+
+
+# Commands that talk to a remote: their "Permission denied" is the remote's answer.
+_REMOTE = frozenset({"fetch", "ls-remote", "pull", "push"})
+
+
+def _machine_refused(args: Sequence[str], proc: subprocess.CompletedProcess[bytes]) -> bool:
+    """Whether a git that failed was refused a write by the machine: never an answer a
+    caller reads ("no such ref", "does not apply"), whatever CHECK said, since the git that
+    could not write its answer (or its index) answered nothing."""
+    if args[:1] and args[0] in _REMOTE:
+        return False
+    return names_environment_cause(proc.stderr.decode(errors="replace"))
+
+
+def failed(args: Sequence[str], cwd: Path, proc: subprocess.CompletedProcess[bytes]) -> GitError:
+    """The error for `git ARGS` in CWD that ended as PROC says. Disk full, read-only,
+    permission (in git's words anywhere in what it said): the machine's refusal, not a bug,
+    exit 7, naming the repository git was writing to."""
+    said = proc.stderr.decode(errors="replace")
+    detail = said.strip().splitlines()
+    reason = detail[-1] if detail else f"exit {proc.returncode}"
+    if names_environment_cause(said):
+        cause = next(line for line in detail if names_environment_cause(line))
+        return GitError(f"{cwd}: git {' '.join(args[:3])} failed: {cause}", exitcodes.ENVIRONMENT)
+    return GitError(f"git {' '.join(args[:3])} failed: {reason}")
 
 
 def out(args: Sequence[str], cwd: Path, **kwargs: object) -> str:
@@ -86,3 +118,29 @@ def rev_parse(cwd: Path, rev: str) -> str | None:
     """The full object name of REV, or None when it does not resolve."""
     proc = run(["rev-parse", "-q", "--verify", f"{rev}^{{commit}}"], cwd, check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def batch_record(output: bytes, position: int, cwd: Path) -> tuple[bytes, int]:
+    """The header line of the `cat-file --batch` record at POSITION of OUTPUT and where its
+    content starts. An answer cut short (git's write of it refused, a full pipe's ENOSPC) is
+    the machine's refusal, exit 7: never read as a shorter answer."""
+    end = output.find(b"\n", position)
+    if end < 0:
+        raise cut_short(cwd)
+    return output[position:end], end + 1
+
+
+def batch_content(output: bytes, start: int, size: int, cwd: Path) -> bytes:
+    """SIZE bytes of content at START of a `cat-file --batch` OUTPUT, whole or refused."""
+    if start + size > len(output):
+        raise cut_short(cwd)
+    return output[start : start + size]
+
+
+def cut_short(cwd: Path) -> GitError:
+    return GitError(
+        f"{cwd}: git cat-file --batch: its answer was cut short (its output was lost); "
+        "nothing was written",
+        exitcodes.ENVIRONMENT,
+    )
+

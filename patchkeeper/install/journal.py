@@ -10,8 +10,9 @@ there an unfinished update?" is one `exists()`.
 
 For tests, PATCHKEEPER_STOP_AT_PHASE=N kills the process (SIGKILL, no clean-up) right after
 the journal records that phase N starts: a crash at every phase boundary can be reproduced.
-`N.k` names a point inside phase N (see the `checkpoint` calls under update/), and `write.K`
-the instant after a tree write put its Kth path in place (path_writer.py).
+`N.k` names a point inside phase N (see the `checkpoint` calls under update/; `4.0.3`, the
+updater let go, is in processes.py), and `write.K` the instant after a tree write put its Kth
+path in place (path_writer.py).
 """
 
 from __future__ import annotations

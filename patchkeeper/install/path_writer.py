@@ -150,7 +150,9 @@ def put_all(root: Path, changes: list[Change], write_id: str) -> None:
             if number in later:
                 put(root, changes[number], temp)
             else:
-                _commit(root, changes[number], staged.pop(number, None))
+                # Popped once in place: a rename that fails leaves it staged, so it goes below.
+                _commit(root, changes[number], staged.get(number))
+                staged.pop(number, None)
             done.append(number)
             checkpoint(f"write.{len(done)}")  # tests: die like a power cut after K paths
     except OSError as exc:

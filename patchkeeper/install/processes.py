@@ -8,7 +8,9 @@ command gets its own session and the whole group is what gets signalled.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -19,7 +21,8 @@ from pathlib import Path
 from typing import IO
 
 from patchkeeper.install.files import atomic_write
-from patchkeeper.model.errors import PatchkeeperError
+from patchkeeper.install.journal import checkpoint
+from patchkeeper.model.errors import PatchkeeperError, environment_problem, is_environment_error
 
 KILL_GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL
 PIPE_GRACE_SECONDS = 2.0  # a helper that escaped the group may hold a pipe: do not wait on it
@@ -89,6 +92,26 @@ def _tail(path: Path, sink: LineSink, exited: threading.Event) -> None:
             exited.wait(TAIL_POLL_SECONDS)  # woken at once when the command exits
 
 
+# The gate a held command waits behind: one line on its stdin (a pipe), then the command
+# itself in the same process (its pid and start time stay the ones recorded), stdin from
+# /dev/null. End of file instead (the process that holds the gate died): it never runs.
+_GATE = 'read -r go || exit 125; exec "$@" </dev/null'
+_SHELL = "/bin/sh"
+
+
+def _cannot_start(program: str, cwd: Path, env: Mapping[str, str] | None) -> str | None:
+    """Why PROGRAM cannot be started from CWD (as exec would say), or None: asked before
+    the gate's shell starts, which would only say so in its output."""
+    if os.sep in program:
+        path = cwd / program
+        if path.is_file() and os.access(path, os.X_OK):
+            return None
+        return os.strerror(errno.EACCES if path.exists() else errno.ENOENT)
+    if shutil.which(program, path=(env or os.environ).get("PATH", os.defpath)) is None:
+        return os.strerror(errno.ENOENT)
+    return None
+
+
 def run_in_group(
     argv: Sequence[str],
     cwd: Path,
@@ -98,6 +121,7 @@ def run_in_group(
     on_stderr: LineSink | None = None,
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    held: bool = False,
     end_group: bool = False,
     log: Path | None = None,
 ) -> Finished:
@@ -107,11 +131,22 @@ def run_in_group(
     SIGKILL after a grace. With END_GROUP the group is killed once the leader exits, so no
     helper outlives the command whatever happened.
 
+    With HELD, the command is started held behind a pipe (a shell reading one line, then
+    exec'ing it) and ON_START runs before it is let go: what ON_START records about it (its pid
+    in a journal) is on disk before the command can change anything, and if this process dies
+    before letting it go, the pipe's end of file stops it from ever running.
+
     With LOG (stdout and stderr merged), the command writes to that file, which is read back
     as it grows: if this process dies, a command that outlives it (an updater half-way through
     a checkout) writes on into a file, never into a pipe nobody reads, which would kill it.
     """
     started = time.monotonic()
+    gate: tuple[int, int] | None = None
+    if held:
+        if (why := _cannot_start(argv[0], cwd, env)) is not None:
+            return Finished(None, start_error=f"could not start {argv[0]}: {why}")
+        gate = os.pipe()
+        argv = [_SHELL, "-c", _GATE, "patchkeeper-held", *argv]
     output: IO[bytes] | int = subprocess.PIPE
     if log is not None:
         output = log.open("wb")
@@ -120,7 +155,7 @@ def run_in_group(
             list(argv),
             cwd=cwd,
             env=None if env is None else dict(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if gate is None else gate[0],
             stdout=output,
             stderr=subprocess.STDOUT if on_stderr is None or log else subprocess.PIPE,
             start_new_session=True,
@@ -130,7 +165,11 @@ def run_in_group(
     finally:
         if log is not None:
             output.close()  # type: ignore[union-attr]  (the child holds its own copy)
-    if on_start is not None:
+        if gate is not None:
+            os.close(gate[0])
+    if gate is not None:
+        _release_after(gate[1], proc, on_start, cwd)
+    elif on_start is not None:
         on_start(proc.pid)
     exited = threading.Event()
     if log is not None:
@@ -164,6 +203,27 @@ def run_in_group(
     if log is not None:
         cap_log(log)
     return Finished(exit_status, timed_out, time.monotonic() - started)
+
+
+def _release_after(
+    gate: int, proc: subprocess.Popen, on_start: Callable[[int], None] | None, cwd: Path
+) -> None:
+    """ON_START(pid) while PROC waits behind GATE, then let it go. ON_START failing (the
+    journal on a full disk), or the gate: it is closed unopened, PROC ends without running,
+    and the failure is raised."""
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        with contextlib.suppress(BrokenPipeError):
+            os.write(gate, b"go\n")
+    except BaseException as exc:
+        os.close(gate)
+        proc.wait()
+        if isinstance(exc, OSError) and is_environment_error(exc):
+            raise environment_problem(exc, cwd, undone=False) from None
+        raise
+    os.close(gate)
+    checkpoint("4.0.3")  # tests: the updater (the one command started held) let go
 
 
 LOG_KEEP_BYTES = 1 << 20  # what a log keeps of a chatty command: its last MiB

@@ -145,7 +145,8 @@ class ScratchIndex:
         """The content of each of NAMES (a blob id, or `:PATH` for this index's entry, in
         git's bytes; no newline in any) that names a blob here, in one `cat-file --batch`."""
         query = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
-        return _blobs_in(self._git(["cat-file", "--batch"], stdin=query).stdout, names)
+        output = self._git(["cat-file", "--batch"], stdin=query).stdout
+        return _blobs_in(output, names, self.repo)
 
     def write_tree(self) -> str:
         if self._tree is None:
@@ -208,20 +209,19 @@ class ScratchIndex:
         return self._git(args).stdout
 
 
-def _blobs_in(output: bytes, names: list[str]) -> dict[str, bytes]:
+def _blobs_in(output: bytes, names: list[str], repo: Path) -> dict[str, bytes]:
     """`cat-file --batch` OUTPUT for NAMES, asked in that order -> name: content, for the
     names that are blobs."""
     found: dict[str, bytes] = {}
     position = 0
     for name in names:
-        end = output.index(b"\n", position)
-        header = output[position:end]
-        position = end + 1
+        header, position = git.batch_record(output, position, repo)
         if header.endswith((b" missing", b" ambiguous")):
             continue  # not here (a `:PATH` this index holds no entry for)
         _, kind, size = header.split(b" ")
+        content = git.batch_content(output, position, int(size), repo)
         if kind == b"blob":
-            found[name] = output[position : position + int(size)]
+            found[name] = content
         position += int(size) + 1
     return found
 

@@ -4,9 +4,11 @@ A kill during a write of the work tree (worktree_writer.py) leaves its journal
 (tree_write_journal.py). `settle` (run by every writing command before it reads the tree, and
 by `recover`) puts each path back as it was before the write, removing the temporary files,
 so the command that was killed is undone whole and the one that runs next starts from a
-consistent tree. A path that holds neither the old nor the new content was changed by someone
-after the crash: it is left as it is, never taken for ours, and its old content is kept in a
-ref (`refs/patchkeeper/interrupted/ID`) that `leftovers` lists until a person settles it.
+consistent tree. A path that holds neither the old nor the new content was changed by
+someone after the crash: it is left as it is, never taken for ours, and its old content is
+kept in a ref (`refs/patchkeeper/interrupted/ID`) that `leftovers` lists until a person
+settles it. A kill during a write of the state (files.py) can leave a temporary file there:
+`settle` removes it once its writer is gone.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkeeper.install import git
+from patchkeeper.install.files import remove_dead_temps
 from patchkeeper.install.path_writer import put, temp_name
 from patchkeeper.install.tree_changes import Change, on_disk
 from patchkeeper.install.tree_write_journal import clear_journal, load_journal
@@ -80,6 +83,7 @@ def _kept_ref(root: Path, write_id: str, changes: list[Change]) -> tuple[str | N
 def settle(root: Path, state_dir: Path) -> Settled | None:
     """Undo an interrupted write, path by path (see the module docstring); None when there
     was none. Safe to run again if it is itself interrupted."""
+    remove_dead_temps(state_dir)  # a killed state write's temporary file
     journaled = load_journal(state_dir)
     if journaled is None:
         return None

@@ -79,13 +79,12 @@ def _blobs(repo: Path, shas: list[str], env: Mapping[str, str] | None) -> dict[s
     output = git.run(["cat-file", "--batch"], repo, env=env, stdin=query).stdout
     found, position = {}, 0
     for sha in wanted:
-        end = output.index(b"\n", position)
-        header = output[position:end].split()
-        position = end + 1
+        line, position = git.batch_record(output, position, repo)
+        header = line.split()
         if len(header) != 3:
             raise git.GitError(f"git cat-file: object {sha} is missing")
         size = int(header[2])
-        found[sha] = output[position : position + size]
+        found[sha] = git.batch_content(output, position, size, repo)
         position += size + 1
     return found
 

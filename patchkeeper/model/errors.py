@@ -61,9 +61,29 @@ class BusyError(PatchkeeperError):
 
 
 # What the machine, not the user's input nor a bug, refuses: disk full, quota, a read-only
-# file system, permission, an I/O error.
-ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EIO})
-ENVIRONMENT_WORDS = tuple(os.strerror(number) for number in sorted(ENVIRONMENT_ERRNOS))
+# file system, permission (EACCES, and EPERM: an immutable file, a sticky folder), an I/O error.
+ENVIRONMENT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+)
+# git's own words for a write the machine refused, where it names no errno: "fatal: Out of
+# diskspace", "fatal: Unable to write new index file", "error: couldn't write '.git/x.lock'",
+# "fatal: write failure on 'stdout'", "error: unable to write loose object file".
+GIT_WRITE_WORDS = (
+    "Out of diskspace",
+    "nable to write",
+    "ouldn't write",
+    "ould not write",
+    "ailed to write",
+    "write error",
+    "write failure",
+    "short write",
+    "unable to stream",
+    "insufficient permission",
+)
+ENVIRONMENT_WORDS = (
+    *(os.strerror(number) for number in sorted(ENVIRONMENT_ERRNOS)),
+    *GIT_WRITE_WORDS,
+)
 
 
 class EnvironmentProblem(PatchkeeperError):

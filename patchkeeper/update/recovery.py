@@ -10,17 +10,21 @@ upstream command succeeded), and back to the `before` snapshot when it did not (
 timed out or was interrupted with HEAD unmoved, or its merge was given up): then a half-done
 checkout is undone too, and recover says the update did not happen (exit 5) and how to retry.
 
-An upstream command that is still running is never taken for dead: recover says so (exit 6)
-and changes nothing. "Still running" means the group's leader, the pid the journal recorded,
-is alive with the start time the journal recorded; a pid reused by another process (after a
-reboot, say) is not it. Other members of its group (a daemon the updater started and left)
-do not make the update "running" forever: recover names them in a note and carries on.
+An upstream command that is still running is never taken for dead: recover waits for it (up
+to `--wait`), then says so (exit 6) and changes nothing. The updater cannot run unknown to
+it: phase 4 starts it held behind a pipe, records its pid and start time, and only then lets it
+go, so a kill before the record leaves a process that ends without running. "Still running"
+means the group's leader, the pid the journal recorded, is alive with the start time the
+journal recorded; a pid reused by another process (after a reboot, say) is not it. Other
+members of its group (a daemon the updater started and left) do not make the update "running"
+forever: recover names them in a note and carries on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,6 +135,22 @@ def _check_upstream(journal: jr.Journal) -> list[str]:
     ]
 
 
+_UPSTREAM_POLL_SECONDS = 0.2
+
+
+def _wait_for_upstream(journal: jr.Journal, wait: float) -> list[str]:
+    """`_check_upstream`, asked again until the upstream command has ended or WAIT seconds
+    have passed (then busy, exit 6): nothing is decided while it can still move HEAD."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return _check_upstream(journal)
+        except BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(_UPSTREAM_POLL_SECONDS)
+
+
 def _goes_back(workspace: Workspace, journal: jr.Journal) -> bool:
     """Whether the run never got as far as starting the upstream command (HEAD unmoved)."""
     if journal.phase < jr.UPSTREAM_PHASE:
@@ -182,12 +202,15 @@ def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) 
     report.tree = worktree_status(install, workspace.settings, workspace.patch_set)
 
 
-def recover(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> RecoverReport:
-    """Bring the install to a consistent state after an interrupted update; say what was done."""
+def recover(
+    workspace: Workspace, lock: InstallLock, options: UpdateOptions, wait: float = 0.0
+) -> RecoverReport:
+    """Bring the install to a consistent state after an interrupted update; say what was done.
+    An upstream command still running is waited for up to WAIT seconds, then busy (exit 6)."""
     state_dir = workspace.install.state_dir
     journal = jr.load(state_dir)
     if journal is not None:
-        notes = _check_upstream(journal)  # before anything is written, even the settling
+        notes = _wait_for_upstream(journal, wait)  # before anything is written, even settling
     settled = settle(workspace.install.path, state_dir)
     done = [settled.describe()] if settled else []
     if journal is None:

@@ -26,8 +26,11 @@ def upstream(ctx: RunContext) -> str:
     ctx.say(f"running {' '.join(command)} (in {ctx.install.path}, timeout {timeout:g}s)")
 
     def started(pid: int) -> None:
+        """Record the updater, held behind its gate: it can move HEAD only once `recover`
+        can find it (a kill before this leaves it held, and it ends without running)."""
         from patchkeeper.install.lock import process_start_time
 
+        jr.checkpoint("4.0.1")  # tests: started, held, not recorded
         # The leader's start time: `recover` judges "still running" by this very process,
         # not by whatever else (a daemon it left, a reused pgid) is in the group.
         ctx.journal.upstream_pgid = pid
@@ -35,6 +38,7 @@ def upstream(ctx: RunContext) -> str:
         # The file is synced, the folder is not: these facts tell a live updater from a
         # dead one after a crash of ours; after a power cut no process of before is left.
         jr.save(ctx.state_dir, ctx.journal, then_sync_folder=False)
+        jr.checkpoint("4.0.2")  # tests: recorded, still held
 
     # Said before it starts: a crash before `started` has recorded the pid must not read as
     # "the upstream command never ran" (recover then rolls back as if it may have run).
@@ -72,7 +76,13 @@ def run_streamed(
         tail.append(raw.decode(errors="replace").rstrip("\n"))
 
     finished = run_in_group(
-        command, cwd, timeout=timeout, on_stdout=line, on_start=on_start, log=log
+        command,
+        cwd,
+        timeout=timeout,
+        on_stdout=line,
+        on_start=on_start,
+        held=on_start is not None,
+        log=log,
     )
     return CommandResult(
         list(command),

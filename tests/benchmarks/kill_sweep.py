@@ -1,6 +1,9 @@
 """SIGKILL at the Nth unlink, rename or truncate of `update` and `apply` (and of every process
 they start), then `recover`: is anything lost, torn or misreported? Prints the counts.
 
+The window around the updater's start, which strace cannot reach (it waits for every traced
+process, so the updater never outlives the kill under it), is tests/benchmarks/window_sweep.py.
+
 The fixture is built from scratch: an upstream with two releases, a clone as the install,
 two patches (one edits two files, one edits a file and creates a module), a trivial updater
 (`git pull --ff-only`), and the operator's own work in place: an edit to a tracked file, an
@@ -96,10 +99,16 @@ def _patch_diff(install: Path, name: str) -> str:
     return diff_of(install, edits)
 
 
-def pk(install: Path, patches: Path, *args: str, prefix: tuple[str, ...] = ()):
+def pk(
+    install: Path,
+    patches: Path,
+    *args: str,
+    prefix: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+):
     command = [*prefix, sys.executable, "-m", "patchkeeper", *args]
     command += ["--install", str(install), "--patches", str(patches)]
-    env = {**os.environ, **GIT_ID, "NO_COLOR": "1"}
+    env = {**os.environ, **GIT_ID, "NO_COLOR": "1", **(env or {})}
     return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
 
 
@@ -215,6 +224,9 @@ def check(fixture: Fixture, *, recover: bool = True) -> Verdict:
         target = install / path
         if target.is_file() and target.read_text() != _expected(install, path, present):
             verdict.lost.append(f"{path} differs from HEAD's with the patches in place and edits")
+    state = install / ".git" / "patchkeeper"
+    stray = [*install.rglob(".patchkeeper-*"), *state.rglob(".*.tmp")]
+    verdict.lost += [f"left behind: {path.relative_to(install)}" for path in stray]
     notes = install / NOTES_FILE
     if not notes.is_file() or notes.read_bytes() != NOTES:
         verdict.lost.append(f"{NOTES_FILE} lost or changed")
