@@ -250,3 +250,16 @@ def test_an_unknown_scheme_is_refused(tmp_path: Path) -> None:
     proc = run_cli("lint", "--patches", patches)
     assert proc.returncode == 2
     assert "install.version_scheme must be one of 'pep440', 'semver', 'debian'" in proc.stdout
+
+
+def test_since_is_read_in_the_sets_scheme(tmp_path: Path) -> None:
+    """`--since 9.3p1` in a Debian-scheme set: the tags from 9.3p1 on, in dpkg's order."""
+    repo, patches = openssh_like(tmp_path)
+    code, doc = run_json("check", "--install", repo, "--patches", patches, "--since", "9.3p1")
+    assert code == 0
+    assert [(t["ref"], t["version"]) for t in doc["targets"]] == [
+        ("v9.3p1", "9.3p1"),
+        ("v9.6p1", "9.6p1"),
+    ]
+    bad = run_cli("check", "--install", repo, "--patches", patches, "--since", "9.3_p1")
+    assert bad.returncode == 2 and "'9.3_p1' is not a debian version" in bad.stderr
