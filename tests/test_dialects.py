@@ -36,6 +36,12 @@ CASES: dict[str, tuple[bytes, bool, bool, dict[str, bytes]]] = {
         False,  # GNU patch -p1 cannot find the file
         {"f.c": FIXED.encode(), "src/f.c": FILE.encode()},
     ),
+    "one name with no folder, the other with one": (
+        f"--- f.c\n+++ b/f.c\n{HUNK}".encode(),
+        True,
+        True,
+        {"f.c": FIXED.encode(), "src/f.c": FILE.encode()},
+    ),
     "the old name suffixed (D2)": (
         f"--- keyutils-1.6/src/f.c.orig\t{STAMP}\n"
         f"+++ keyutils-1.6/src/f.c\t{STAMP}\n{HUNK}".encode(),

@@ -24,25 +24,27 @@ def _pair_names(
     """(old, new) the way git reads a plain diff's `---` / `+++` pair (plainnames.py):
     /dev/null for the side a creation or a deletion lacks, else one name for both sides."""
     old, new = name_line(old_line), name_line(new_line)
-    stripped = []
-    problems: list[Problem] = []
-    for at, named in ((number, old), (number + 1, new)):
-        name = strip_names(named.name, strip)
-        if name is None:
-            why = f"{named.name!r}: a plain diff's file names need a leading folder to drop (-p1)"
-            problems.append(Problem(path, at, why))
-        stripped.append(name)
-    old_name, new_name = stripped
+    old_name, new_name = strip_names(old.name, strip), strip_names(new.name, strip)
+    if old_name is None and new_name not in (None, DEV_NULL):
+        old_name = new_name  # git takes the name that has a folder to drop
+    if new_name is None and old_name not in (None, DEV_NULL):
+        new_name = old_name
     if old_name is None or new_name is None:
-        return None, None, problems
+        why = "a plain diff's file names need a leading folder to drop (-p1)"
+        missing = [
+            Problem(path, at, f"{named.name!r}: {why}")
+            for at, named in ((number, old), (number + 1, new))
+            if strip_names(named.name, strip) is None
+        ]
+        return None, None, missing
     if old_name == DEV_NULL or new_name == DEV_NULL:
-        return old_name, new_name, problems
+        return old_name, new_name, []
     name = one_name(old_name, new_name)
     if at_epoch(old.stamp):
-        return DEV_NULL, name, problems
+        return DEV_NULL, name, []
     if at_epoch(new.stamp):
-        return name, DEV_NULL, problems
-    return name, name, problems
+        return name, DEV_NULL, []
+    return name, name, []
 
 
 def plain_to_git(
