@@ -182,3 +182,19 @@ def test_lint_json_never_lists_ok_a_patch_git_cannot_read(tmp_path: Path) -> Non
     assert code == 2
     assert "git cannot read the diff" in doc["problems"][0]["message"]
     assert doc["patches"] == [{"name": "bad", "outcome": "invalid"}]
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="GNU patch is not installed")
+def test_unrelated_names_follow_git_not_gnu_patch(tmp_path: Path) -> None:
+    """`--- a/src/f.c` / `+++ b/src/g.c`: GNU patch edits the file that exists (f.c), git the
+    new name (g.c, which does not exist): the two disagree, and patchkeeper follows git."""
+    repo = _base(tmp_path / "up")
+    diff = f"--- a/src/f.c\n+++ b/src/g.c\n{HUNK}".encode()
+    assert (_git_reads(repo, diff), _gnu_patch_reads(repo, diff)) == (False, True)
+    patches = write_patch_set(tmp_path / "ps", {})
+    (patches / "fix.patch").write_bytes(b"Description: x\n---\n" + diff)
+    (patches / "series").write_text("fix.patch\n")
+    code, doc = run_json("check", "--install", repo, "--patches", patches, "--ref", "v1.0.0")
+    [patch] = doc["targets"][0]["patches"]
+    assert (code, patch["outcome"]) == (3, "conflict")
+    assert "src/g.c" in patch["detail"]
