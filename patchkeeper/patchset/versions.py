@@ -42,18 +42,22 @@ class VersionScheme:
     specifier sets; a version reads as it was written.
     """
 
-    def __init__(self, name: str, parse: Callable[[str], Version | None]) -> None:
+    def __init__(
+        self, name: str, parse: Callable[[str], Version | None], *, own_order: bool = False
+    ) -> None:
         self.name = name
         self._parse = parse
+        self.own_order = own_order  # its versions sort by their own rules, never as PEP 440
 
     def __repr__(self) -> str:
         return f"VersionScheme({self.name!r})"
 
     def parse(self, text: str) -> Version | None:
         text = text.strip()
-        if self is not PEP440:  # a PEP 440 reading would sort apart from the scheme's own
+        if self.own_order:  # a PEP 440 reading would sort apart from the scheme's own
             return self._parse(text)
-        return parse_version(text)
+        version = parse_version(text)
+        return version if version is not None else self._parse(text)
 
     def specifiers(self, text: str) -> tuple[str, str | None]:
         """An `Applies-To` text in this scheme -> (the PEP 440 specifier text, why not)."""
@@ -65,13 +69,17 @@ class VersionScheme:
             if match is None:
                 return text, f"{part.strip()!r} is not an operator and a version"
             operator, version = match[1], match[2]
-            if version.endswith(".*") or operator in ("~=", "==="):
+            if self.own_order and (version.endswith(".*") or operator in ("~=", "===")):
                 why = f"{part.strip()!r}: wildcards, ~= and === are PEP 440's; write a range"
                 return text, f"{why} (>=, <) of {self.name} versions"
+            if version.endswith(".*"):
+                parts.append(f"{operator}{version}")
+                continue
             parsed = self.parse(version)
-            if not isinstance(parsed, SchemeVersion):
+            if parsed is None:
                 return text, f"{version!r} is not a {self.name} version"
-            parts.append(f"{operator}{parsed.key}")
+            key = parsed.key if isinstance(parsed, SchemeVersion) else str(parsed)
+            parts.append(f"{operator}{key}")
         return ",".join(parts), None
 
 
@@ -81,8 +89,8 @@ SCHEMES = {
     scheme.name: scheme
     for scheme in (
         PEP440,
-        VersionScheme("semver", semver_version),
-        VersionScheme("debian", debian_version),
+        VersionScheme("semver", semver_version, own_order=True),
+        VersionScheme("debian", debian_version, own_order=True),
     )
 }
 
