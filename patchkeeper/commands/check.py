@@ -158,10 +158,12 @@ def command(
     if fetch_remote is not None:
         checking.fetch(repo, fetch_remote)
     chosen = list(dict.fromkeys(refs))
+    unknown: list[str] = []
     if tag_globs or since is not None:
-        scheme = workspace.settings.version_scheme
-        since = _since_in(since, scheme) if since is not None else None
-        tags = checking.select_tags(repo, tag_globs, since, scheme)
+        if since is not None:
+            since = _since_in(since, workspace.settings.version_scheme)
+        selection = checking.select_tags(repo, tag_globs, since, workspace.settings.tags)
+        tags, unknown = selection.tags, selection.unknown
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
             floor = f", version >= {since}" if since is not None else ""
@@ -176,7 +178,7 @@ def command(
             repo,
             workspace.patch_set,
             chosen,
-            workspace.settings.version_file,
+            workspace.settings,
             progress=lambda done, total, ref: meter.update(done, ref),
         )
     finally:
@@ -195,7 +197,7 @@ def command(
         targets = [_target_json(r) for r in reports]
         write_metrics(metrics_path, "check", code, {"install": str(repo), "targets": targets})
     if output == "json":
-        _emit_json(reports, code, label, tag_globs, since, fetch_remote)
+        _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown)
     elif output == "junit":
         from patchkeeper.report.junit import junit_xml
 
@@ -205,24 +207,46 @@ def command(
         _emit_github(reports, workspace.patch_set, label)
     else:
         render_table(reports)
+        _say_versions(reports, unknown if since is not None else [], workspace.settings.tags)
         click.echo(f"patch set: {label}")
     return code
 
 
+def _say_versions(reports, left_out, names) -> None:  # type: ignore[no-untyped-def]
+    """Which version source answered for which refs (one line), each ref of unknown version
+    with every reason, and the tags --since left out because their release is unknown (a
+    CalVer name is never taken for a release number). JSON has every ref's reasons."""
+    by_source: dict[str, list[str]] = {}
+    for r in reports:
+        if r.version.version is None:
+            click.echo(f"version of {r.ref}: {r.version}")
+        else:
+            source = (r.version.answered or r.version.text).split(":")[0].split(" at ")[0]
+            by_source.setdefault(source, []).append(r.ref)
+    if by_source:
+        said = [f"{source} for {_refs(refs)}" for source, refs in by_source.items()]
+        click.echo(f"versions from: {'; '.join(said)}")
+    for tag in left_out:
+        click.echo(f"not judged: {names.unknown_reason(tag)}")
+
+
+def _refs(refs: list[str]) -> str:
+    return ", ".join(refs) if len(refs) <= 3 else f"{refs[0]} .. {refs[-1]} ({len(refs)} refs)"
+
+
 def _target_json(report) -> dict:  # type: ignore[no-untyped-def]
-    """One ref's part of the document: its version and every patch's outcome there."""
+    """One ref's part of the document: its version, where it was read, every patch's outcome."""
     from patchkeeper.report.render import patch_json
 
-    version = report.version.version
     return {
         "ref": report.ref,
         "commit": report.commit,
-        "version": str(version) if version else None,
+        **report.version.as_json(),
         "patches": [patch_json(p) for p in report.results],
     }
 
 
-def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  # type: ignore[no-untyped-def]
+def _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown) -> None:  # type: ignore[no-untyped-def]
     from patchkeeper.report.render import emit_json
 
     emit_json(
@@ -233,6 +257,7 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  #
             "tags": list(tag_globs),
             "since": str(since) if since is not None else None,
             "fetched": fetch_remote,
+            "unknown_release": unknown,
         },
         targets=(_target_json(r) for r in reports),  # written one by one (see emit_json)
         patches=(

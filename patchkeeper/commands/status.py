@@ -30,7 +30,7 @@ from patchkeeper.update.context import UpdateOptions, retry_command
 def render_tree(report: TreeReport, title: str) -> None:
     click.echo(f"{title}")
     click.echo(f"  install  {report.install.path}")
-    click.echo(f"  version  {report.version}")
+    click.echo(f"  version  {report.version.said()}")
     click.echo(f"  HEAD     {report.head or '(none)'}")
     if report.patch_set:
         click.echo(f"  set      {report.patch_set}")
@@ -45,12 +45,7 @@ def render_tree(report: TreeReport, title: str) -> None:
 
 
 def install_json(install: Install, version: VersionInfo, head: str | None) -> dict:
-    return {
-        "path": str(install.path),
-        "version": str(version.version) if version.version else None,
-        "version_source": version.source,
-        "head": head,
-    }
+    return {"path": str(install.path), **version.as_json(), "head": head}
 
 
 def tree_json(report: TreeReport) -> dict:
@@ -65,8 +60,15 @@ def tree_json(report: TreeReport) -> dict:
 def note_next_steps(report: TreeReport, workspace: Workspace) -> None:
     """A line for every patch that needs a person, naming the command that settles it."""
     root, install = workspace.patch_set.root, workspace.install.path
+    advice = ""
+    if any(r.undecided for r in report.results):
+        from patchkeeper.install.version_chain import unknown_version_advice
+
+        advice = unknown_version_advice(install, report.version, workspace.settings)
     report.notes += [
-        step for r in report.results if (step := nextstep.for_patch(r, install, root)) is not None
+        step
+        for r in report.results
+        if (step := nextstep.for_patch(r, install, root, advice)) is not None
     ]
 
 

@@ -112,11 +112,15 @@ def semver_version(text: str) -> SchemeVersion | None:
     return SchemeVersion(".".join(map(str, key)), text)
 
 
-def with_distance(base: Version, distance: str, sha: str) -> Version | None:
-    """BASE, DISTANCE commits on (`git describe`): after BASE, before anything above it."""
+def with_local(base: Version, local: str) -> Version | None:
+    """BASE with a PEP 440 local part LOCAL (`3.gabcdef1`: `git describe`'s distance and sha):
+    after BASE, before anything above it; None when LOCAL is no local version."""
     if isinstance(base, SchemeVersion):
-        return SchemeVersion(f"{base.key}+{distance}.g{sha}", f"{base}+{distance}.g{sha}")
+        try:
+            return SchemeVersion(f"{base.key}+{local}", f"{base}+{local}")
+        except ValueError:
+            return None
     try:
-        return Version(f"{base.public}+{distance}.g{sha}")
+        return Version(f"{base.public}+{local}")
     except ValueError:
         return None

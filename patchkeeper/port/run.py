@@ -18,11 +18,12 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from patchkeeper.engine.checking import resolve, versions_of
+from patchkeeper.engine.checking import resolve
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.journal import checkpoint
 from patchkeeper.install.scratch import object_store
+from patchkeeper.install.version_chain import ref_versions
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.nextstep import command
 from patchkeeper.model.outcomes import PatchResult
@@ -132,12 +133,12 @@ def _start(where: Where, onto: str, out: Path | None) -> PortReport:
     install, root = where.install, where.patch_set.root.resolve()
     target = _target(out, root)
     commits, trees = resolve(install.path, [onto])
-    scheme = where.patch_set.scheme
-    info = versions_of(install.path, commits, where.settings.version_file, scheme)[0]
+    info = ref_versions(install.path, commits, where.settings)[0]
     if info.version is None:
         raise UserError(
             f"{onto}: its release is unknown ({info.text}); a port splits ranges at it "
-            "(set [install] version_file, or port onto a release tag)"
+            "(add a version source that answers there, list its tag in [tags], or port onto a "
+            "release tag)"
         )
     for patch in where.patch_set.patches:
         choose(patch, info.version)  # refuses an unreadable variant before anything is kept

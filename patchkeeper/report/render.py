@@ -62,6 +62,18 @@ def outcome_word(outcome: str) -> str:
     return paint(outcome, _COLOURS.get(outcome))
 
 
+def smoke_line(status: str, detail: str, results: list[PatchResult]) -> str:
+    """The smoke line, and what it does not prove: a fix that conflicts, is undecided or
+    otherwise not in place had no check of its own pass, whatever the others' say."""
+    line = f"smoke: {status.replace('-', ' ')}" + (f" ({detail})" if detail else "")
+    unproven = [
+        f"{r.name} ({'undecided' if r.undecided else r.outcome})"
+        for r in results
+        if r.outcome in oc.FAILED or r.needs_a_person
+    ]
+    return line + (f"; not proven: {', '.join(unproven)}" if unproven else "")
+
+
 def patch_json(result: PatchResult) -> dict[str, Any]:
     return {
         "name": result.name,
@@ -156,10 +168,14 @@ def leftover_json(item: Leftover) -> dict[str, Any]:
 # (the fleet playbook tests `doc.error is defined`). Each command's keys beyond `schema`,
 # `command` and `exit_code`, with the value an error document gets; `leftovers restore` and
 # `leftovers drop` share the keys of `leftovers`.
-_TREE_INSTALL = {"path": None, "version": None, "version_source": None, "head": None}
+_TREE_INSTALL = {
+    "path": None, "version": None, "version_source": None, "version_from": None,
+    "version_not_from": [], "head": None,
+}  # fmt: skip
 _UPDATE_INSTALL = {
     "path": None, "head_before": None, "head_after": None,
-    "version_before": None, "version_after": None,
+    "version_before": None, "version_before_from": None, "version_before_not_from": [],
+    "version_after": None, "version_after_from": None, "version_after_not_from": [],
 }  # fmt: skip
 _TREE = {"install": _TREE_INSTALL, "patch_set": None, "patches": [], "notes": []}
 _UPDATE = {
