@@ -24,6 +24,14 @@ def _pair_names(
     """(old, new) the way git reads a plain diff's `---` / `+++` pair (plainnames.py):
     /dev/null for the side a creation or a deletion lacks, else one name for both sides."""
     old, new = name_line(old_line), name_line(new_line)
+    absolute = [
+        Problem(path, at, f"{named.name!r}: absolute path; write it relative to the top of "
+                "the tree (a/FILE)")
+        for at, named in ((number, old), (number + 1, new))
+        if named.name.startswith("/") and named.name != DEV_NULL
+    ]  # fmt: skip
+    if absolute:  # -p1 would quietly make it relative: a file the author never named
+        return None, None, absolute
     old_name, new_name = strip_names(old.name, strip), strip_names(new.name, strip)
     if old_name is None and new_name not in (None, DEV_NULL):
         old_name = new_name  # git takes the name that has a folder to drop
