@@ -146,7 +146,7 @@ def judge_failed(
     result.conflicts = conflicting_hunks(index, diff, files, forward, contents)
     names = ", ".join(files) or "the target"
     result.detail = refused.detail if refused else f"does not apply to {names}"
-    from patchkeeper.engine.by_content import measure  # only a conflict is measured
+    from patchkeeper.engine.upstream_took import measure  # only a conflict is measured
 
     result.by_content = measure(index, diff, contents or {})
     if result.by_content is not None and (qualifier := result.by_content.qualifier()):

@@ -93,7 +93,7 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
 
 
 def by_content_json(measured: ByContent | None) -> dict[str, Any] | None:
-    """How much of a conflicting patch the target holds (engine/by_content.py), or None."""
+    """How much of a conflicting patch the target holds (engine/upstream_took.py), or None."""
     if measured is None:
         return None
     return {
