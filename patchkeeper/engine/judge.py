@@ -148,8 +148,8 @@ def judge_failed(
     result.detail = refused.detail if refused else f"does not apply to {names}"
     from patchkeeper.engine.upstream_took import measure  # only a conflict is measured
 
-    result.by_content = measure(index, diff, contents or {})
-    if result.by_content is not None and (qualifier := result.by_content.qualifier()):
+    result.upstream_took = measure(index, diff, contents or {})
+    if result.upstream_took is not None and (qualifier := result.upstream_took.qualifier()):
         result.detail = f"{result.detail}; {qualifier}"
 
 

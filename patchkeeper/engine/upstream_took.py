@@ -22,7 +22,7 @@ from __future__ import annotations
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, is_telling
 from patchkeeper.install.scratch import ScratchIndex
-from patchkeeper.model.outcomes import ByContent, HunkHeld
+from patchkeeper.model.outcomes import HunkHeld, UpstreamTook
 
 SHARE = 0.9  # of the telling lines in place before upstream appears to have the patch
 
@@ -50,7 +50,7 @@ def _hunk_held(path: str, number: int, hunk: bytes, present: set[str]) -> HunkHe
     )
 
 
-def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> ByContent | None:
+def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> UpstreamTook | None:
     """How much of DIFF the target on INDEX holds (CONTENTS: the files the caller has read
     already); None when no hunk has a telling line."""
     sections = split_hunks(diff)
@@ -70,4 +70,4 @@ def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> ByC
     total = sum(h.added + h.removed for h in hunks)
     appears = found >= EVIDENCE and found >= SHARE * total
     fuzz = index.apply(diff, "--check", "-C1").returncode == 0
-    return ByContent(tuple(hunks), appears, fuzz)
+    return UpstreamTook(tuple(hunks), appears, fuzz)

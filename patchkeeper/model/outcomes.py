@@ -70,7 +70,7 @@ class HunkHeld:
 
 
 @dataclass(frozen=True)
-class ByContent:
+class UpstreamTook:
     """How much of a patch that neither applies nor reverses the target already holds.
 
     APPEARS: upstream appears to have it (at least `SHARE` of its telling lines in place,
@@ -119,7 +119,7 @@ class PatchResult:
     trees: tuple[str, str] | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list)
     would: str | None = None  # pending: the outcome `apply` would have (applied, ...-offset)
-    by_content: ByContent | None = None  # conflict: how much of it the target holds
+    upstream_took: UpstreamTook | None = None  # conflict: how much of it the target holds
 
     @property
     def in_place(self) -> bool:

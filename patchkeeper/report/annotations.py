@@ -19,7 +19,7 @@ from patchkeeper.model.outcomes import HunkConflict, PatchResult
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.report.check_table import needs_work, ref_span
-from patchkeeper.report.render import by_content_lines
+from patchkeeper.report.render import upstream_took_lines
 
 
 def escape_data(text: str) -> str:
@@ -160,10 +160,10 @@ def _keys(patch_set: PatchSet, result: PatchResult):
         for conflict in result.conflicts:
 
             def make(conflict: HunkConflict = conflict) -> Annotation:
-                body = _conflict_message(conflict) + by_content_lines(result.by_content)
+                body = _conflict_message(conflict) + upstream_took_lines(result.upstream_took)
                 title = f"patchkeeper: {name} does not apply"
-                if result.by_content is not None and result.by_content.appears:
-                    title += f" ({result.by_content.qualifier()})"
+                if result.upstream_took is not None and result.upstream_took.appears:
+                    title += f" ({result.upstream_took.qualifier()})"
                 return Annotation(
                     "error",
                     path,

@@ -13,7 +13,7 @@ import click
 
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import one_line
-from patchkeeper.model.outcomes import ByContent, PatchResult
+from patchkeeper.model.outcomes import PatchResult, UpstreamTook
 
 if TYPE_CHECKING:
     from patchkeeper.leftovers.find import Leftover
@@ -87,12 +87,12 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "offsets": [asdict(o) for o in result.offsets],
         "merged_files": result.merged_files,
         "conflicts": [asdict(c) for c in result.conflicts],
-        "by_content": by_content_json(result.by_content),
+        "upstream_took": upstream_took_json(result.upstream_took),
         "notes": result.notes,
     }
 
 
-def by_content_json(measured: ByContent | None) -> dict[str, Any] | None:
+def upstream_took_json(measured: UpstreamTook | None) -> dict[str, Any] | None:
     """How much of a conflicting patch the target holds (engine/upstream_took.py), or None."""
     if measured is None:
         return None
@@ -106,7 +106,7 @@ def by_content_json(measured: ByContent | None) -> dict[str, Any] | None:
     }
 
 
-def by_content_lines(measured: ByContent | None) -> list[str]:
+def upstream_took_lines(measured: UpstreamTook | None) -> list[str]:
     """The evidence under a conflict: what of it the target holds, per hunk, and the fuzz hint."""
     if measured is None:
         return []
@@ -308,6 +308,6 @@ def patch_lines(
         if conflict.expected and not conflict.mismatches:
             lines.append(f"{more}  expected upstream lines (none found nearby):")
             lines += [f"{more}  | {line}" for line in conflict.expected]
-    lines += [f"{more}{line}" for line in by_content_lines(result.by_content)]
+    lines += [f"{more}{line}" for line in upstream_took_lines(result.upstream_took)]
     lines += [f"{more}note: {note}" for note in result.notes]
     return [lines[0], *map(one_line, lines[1:])]

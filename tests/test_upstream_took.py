@@ -68,7 +68,7 @@ def test_upstream_appears_to_have_it_in_json_and_text(tmp_path: Path) -> None:
     assert code == 3
     took, port, fuzz = (_patch_on(doc, ref) for ref in ("v2", "v3", "v4"))
     assert [p["outcome"] for p in (took, port, fuzz)] == ["conflict"] * 3
-    measured = took["by_content"]
+    measured = took["upstream_took"]
     assert measured["appears"] and measured["qualifier"] == (
         "upstream appears to have this (2 of 2 hunks)"
     )
@@ -76,9 +76,9 @@ def test_upstream_appears_to_have_it_in_json_and_text(tmp_path: Path) -> None:
             measured["per_hunk"]] == [(1, 2, 2, True), (2, 2, 2, True)]  # fmt: skip
     assert took["detail"].endswith("; upstream appears to have this (2 of 2 hunks)")
     assert not measured["fuzz_applies"]  # the reworded line is next to each block
-    assert not port["by_content"]["appears"] and "appears" not in port["detail"]
-    assert port["by_content"]["hunks_held"] == 0
-    assert fuzz["by_content"]["fuzz_applies"] and not fuzz["by_content"]["appears"]
+    assert not port["upstream_took"]["appears"] and "appears" not in port["detail"]
+    assert port["upstream_took"]["hunks_held"] == 0
+    assert fuzz["upstream_took"]["fuzz_applies"] and not fuzz["upstream_took"]["appears"]
     text = run_cli("check", *where, "--ref", "v2", "--ref", "v4").stdout
     assert "upstream appears to have this (2 of 2 hunks): 4 of 4 added line(s) present" in text
     assert "src/req.c: hunk #2 held (2/2 added present" in text
@@ -115,4 +115,4 @@ def test_the_fuzz_hint_is_gnu_patchs_own_answer(tmp_path: Path) -> None:
             ).returncode == 0
             for fuzz in (0, 2)
         ]  # fmt: skip
-        assert gnu == [False, _patch_on(doc, ref)["by_content"]["fuzz_applies"]], ref
+        assert gnu == [False, _patch_on(doc, ref)["upstream_took"]["fuzz_applies"]], ref
