@@ -248,8 +248,10 @@ def _failure_metrics(code: int) -> None:
 
     import click
 
-    from patchkeeper.report.metrics import write_metrics
+    from patchkeeper.report.metrics import failed_before, write_metrics
 
+    if failed_before(Path(path)):  # the error being told is this file's own
+        return
     try:
         write_metrics(Path(path), _command_name(sys.argv[1:]), code, {})
     except Exception as exc:  # the first error is the one to tell; this one is said after it
@@ -266,8 +268,11 @@ def _fail(message: str, code: int) -> NoReturn:
     if _wants_json(sys.argv):
         from patchkeeper.report.render import emit_json
 
-        emit_json(_command_name(sys.argv[1:]), code, error=message.removeprefix("error: "),
-                  patches=[])  # fmt: skip
+        try:
+            emit_json(_command_name(sys.argv[1:]), code, error=message.removeprefix("error: "),
+                      patches=[])  # fmt: skip
+        except OSError:  # stdout is what failed (a full disk): the line above says it all
+            _to_devnull(sys.stdout.fileno())
     sys.exit(code)
 
 

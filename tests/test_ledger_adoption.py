@@ -342,10 +342,10 @@ def test_any_lower_bound_makes_an_older_release_unfixed(
 
     from patchkeeper.model.outcomes import PatchResult
 
-    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
-    retry.write_text(
-        retry.read_text().replace("Applies-To: >=0.21.3\n", f"Applies-To: {applies_to}\n")
-    )
+    for retry in (sandbox.patches / "adoption-retry").glob("*.patch"):  # every shape's
+        retry.write_text(
+            retry.read_text().replace("Applies-To: >=0.21.3\n", f"Applies-To: {applies_to}\n")
+        )
     patch_set = load_patch_set(sandbox.patches)
     results = [PatchResult("adoption-retry", "not-applicable")]
     found = unfixed_results(patch_set, results, Version(version))
@@ -361,8 +361,9 @@ def test_the_smoke_run_takes_the_version_apply_already_has(sandbox: Sandbox) -> 
     config.write_text(
         config.read_text().replace("[install]\n", f"[install]\nversion_command = {command}\n")
     )
-    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"  # for 0.22 on: unfixed
-    retry.write_text(retry.read_text().replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n"))
+    for retry in (sandbox.patches / "adoption-retry").glob("*.patch"):  # for 0.22 on: unfixed
+        text = retry.read_text()
+        retry.write_text(text.replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n"))
     (sandbox.patches / "smoke" / "ledger_adoption.py").write_text(
         "import json\nprint(json.dumps({'check': 'ledger_adoption', 'verdict': 'pass'}))\n"
     )

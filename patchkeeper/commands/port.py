@@ -13,7 +13,7 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.install.workspace import Workspace, locked_for_writing
+from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_bundled_set
 from patchkeeper.model.errors import UserError
 
 
@@ -64,6 +64,8 @@ def command(
     if out is not None and onto is None:
         raise UserError("port: --out goes with --onto (a port in progress keeps its own)")
     workspace = open_workspace(install_path, patches_dir)
+    if onto is not None and out is None:
+        refuse_bundled_set(workspace, "port")  # --out DIR: the set is only read
     install = workspace.install
     with locked_for_writing(workspace, "port", wait):
         if onto is not None:

@@ -241,11 +241,15 @@ def refresh_patch(
     patch = patch_set.by_name(name)
     if patch is None:
         raise UserError(f"{patch_set.root / 'series'}: no patch named {name!r}")
-    variant = patch.select(version.version)
-    if variant is None:
-        raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
     records = load_applied(install.state_dir)
     in_place = name in records
+    candidates = patch.candidates(version.version)
+    if len(candidates) > 1 and in_place:  # chosen by content: the one written
+        variant = patch.variant_at(records[name].variant, patch_set.root)
+    else:
+        variant = patch.select(version.version)
+    if variant is None:
+        raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
     taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
     # Only the patch's own hunks: an edit of the operator's elsewhere in its files stays theirs.
     recorded = written_diff(install.state_dir, records[name]) if in_place else b""

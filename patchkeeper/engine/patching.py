@@ -163,8 +163,8 @@ def apply_patches(
     for result in classification.results:
         if result.needs_a_person:
             continue  # nothing was decided: the record stays, so the next run still knows
-        variant = patch_set.by_name(result.name)
-        selected = variant.select(version.version) if variant else None
+        patch = patch_set.by_name(result.name)
+        selected = patch.variant_at(result.variant, patch_set.root) if patch else None
         written = classification.patch_diff(result)
         if written is None and result.outcome in oc.WRITES and result.name in recorded_before:
             # Its patch file changed, not what it writes (a header): taken out and put back,

@@ -70,9 +70,10 @@ INIT_HINT = "patchkeeper init ~/patchkeeper-patches"
 
 
 def refuse_bundled_set(workspace: Workspace, command: str) -> None:
-    """`record` and `refresh` write the patch set: never the bundled one with no set named
-    (it is patchkeeper's, not the operator's), and never the copy inside the installed
-    package, however named (the next upgrade or reinstall would delete what was written)."""
+    """`record`, `refresh` and `port` (in place) write the patch set: never the bundled one
+    with no set named (it is patchkeeper's, not the operator's), and never the copy inside
+    the installed package, however named (the next upgrade or reinstall would delete what
+    was written)."""
     root = workspace.patch_set.root
     if workspace.patch_set_reason == remembered.BUNDLED or is_packaged(root):
         raise UserError(

@@ -17,7 +17,7 @@ from patchkeeper.patchset.fields import (
     ranges_in_pep440,
 )
 from patchkeeper.patchset.headers import empty_patch, looks_like_diff, parse_header
-from patchkeeper.patchset.model import PatchFile
+from patchkeeper.patchset.model import BY_CONTENT_FIELD, PatchFile
 from patchkeeper.patchset.userfiles import SMOKE_NAME_RE, read_user_file, utf8_text
 from patchkeeper.patchset.versions import PEP440, VersionScheme
 
@@ -102,6 +102,8 @@ def parse_data(
         for name in smoke
         if not SMOKE_NAME_RE.fullmatch(name.removesuffix(".py"))
     ]
+    by_content, choose_problem = _choice(path, fields, lines)
+    problems += [choose_problem] if choose_problem else []
     if problems:
         return None, problems
     return PatchFile(
@@ -118,6 +120,7 @@ def parse_data(
         warnings=tuple(warnings),
         empty=empty,
         unchecked=unchecked,
+        by_content=by_content,
     ), []
 
 
@@ -137,6 +140,17 @@ def _smoke_field(
         why = "Smoke: none needs its reason: `Smoke: none (why no check can prove it)`"
         return (), None, Problem(path, field_line(lines, "smoke"), why)
     return (), match.group(1).strip(), None
+
+
+def _choice(path: Path, fields: dict[str, str], lines: list[str]) -> tuple[bool, Problem | None]:
+    """Whether the variant is chosen by content (`Choose: by-content`); the only value."""
+    if "choose" not in fields:
+        return False, None
+    value = fields["choose"].strip()
+    if value.lower() == "by-content":
+        return True, None
+    why = f"Choose {value!r}: the only choice is 'by-content' (write '{BY_CONTENT_FIELD}')"
+    return False, Problem(path, field_line(lines, "choose"), why)
 
 
 def _truncated(path: Path, lines: list[str]) -> Problem:

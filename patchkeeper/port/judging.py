@@ -23,6 +23,7 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile, PatchSet
+from patchkeeper.patchset.series import patch_name
 from patchkeeper.patchset.variants import bounds, release_point
 from patchkeeper.port import ranges
 from patchkeeper.port.state import (
@@ -91,8 +92,17 @@ def apply_on_tree(repo: Path, tree: str, diff: bytes) -> str:
         return index.write_tree()
 
 
-def decide(choice: Choice, result: PatchResult, version: Version, root: Path) -> Decision:
-    """What a port does with a patch that fared RESULT on the release."""
+def decide(
+    choice: Choice,
+    result: PatchResult,
+    version: Version,
+    root: Path,
+    made_for: Version | None,
+    crossed: str | None = None,
+) -> Decision:
+    """What a port does with a patch that fared RESULT on the release (MADE_FOR: as for
+    fresh_variant; CROSSED: a release other than REF's that widening its range would take
+    in, so a new variant is written instead and that release is judged as before)."""
     variant, name = choice.variant, choice.patch.name
     relative = choice.relative(root)
     old_range = _range(variant)
@@ -105,19 +115,38 @@ def decide(choice: Choice, result: PatchResult, version: Version, root: Path) ->
     if result.outcome == oc.APPLIED:
         if choice.holds:
             return Decision(name, KEEP, relative, result.outcome, "applies as it is", smoke=smoke)
+        if crossed is not None:
+            why = f"applies as it is; widening Applies-To {old_range} would take in {crossed} too"
+            return fresh_variant(choice, result.outcome, why, version, root)
         wider = ranges.widen(old_range, version, choice.others())
         why = f"applies as it is; Applies-To {old_range} widened to {wider}"
         return Decision(name, WIDEN, relative, result.outcome, why, applies_to=wider, smoke=smoke)
-    return fresh_variant(choice, result.outcome, _how(result), version, root)
+    return fresh_variant(choice, result.outcome, _how(result), version, root, made_for)
 
 
 def fresh_variant(
-    choice: Choice, outcome: str, evidence: str, version: Version, root: Path
+    choice: Choice,
+    outcome: str,
+    evidence: str,
+    version: Version,
+    root: Path,
+    made_for: Version | None = None,
 ) -> Decision:
     """A refreshed variant for the release: a new one with the ranges split there, or the
-    variant rewritten in place when its range starts at the release (nothing below to keep)."""
+    variant rewritten in place when its range starts at the release (nothing below to keep).
+    MADE_FOR: the later release the variant was made on (its `Base`), when the port goes back
+    to an older one: the new variant takes the range below MADE_FOR, the old one keeps the
+    rest, so the releases it was made for are judged with it as before."""
     old_range = _range(choice.variant)
     name, relative, smoke = choice.patch.name, choice.relative(root), list(choice.variant.smoke)
+    _refuse_taken_folder(choice, root)
+    if choice.holds and made_for is not None and ranges.contains(old_range, made_for):
+        below, kept = ranges.split(old_range, made_for, choice.others())
+        return Decision(
+            name, NEW_VARIANT, relative, outcome, f"{evidence}; {relative} was made on "
+            f"{made_for.public} and keeps {kept}", applies_to=below, old_applies_to=kept,
+            smoke=smoke,
+        )  # fmt: skip
     if choice.holds and ranges.below_is_empty(old_range, version):
         return Decision(
             name, REFRESH, relative, outcome, evidence, applies_to=old_range,
@@ -128,6 +157,20 @@ def fresh_variant(
         name, NEW_VARIANT, relative, outcome, evidence, applies_to=new_text,
         old_applies_to=old_text if old_text != (old_range or "") else old_range, smoke=smoke,
     )  # fmt: skip
+
+
+def _refuse_taken_folder(choice: Choice, root: Path) -> None:
+    """A plain patch file that gets a second variant becomes a folder of its name: refused,
+    before the set is built, when the set has something of that name already (`smoke/` for
+    a `smoke.patch`)."""
+    relative = choice.relative(root)
+    holder = root / choice.patch.name
+    if patch_name(relative) == choice.patch.name and (holder.exists() or holder.is_symlink()):
+        raise UserError(
+            f"{holder}: {relative} needs a folder of variants by that name, and the set has "
+            "one already; rename the patch (and its series entry), then run patchkeeper port "
+            "--abort and port again"
+        )
 
 
 def _how(result: PatchResult) -> str:
@@ -160,7 +203,10 @@ def judge_rest(
         for choice, result in zip(rest, classification.results, strict=True):
             if result.outcome in (oc.CONFLICT, oc.INVALID, oc.NOT_APPLICABLE, oc.EXPIRED):
                 return result
-            decision = decide(choice, result, version, root)
+            made_for = state.made_for.get(choice.patch.name)
+            later = Version(made_for) if made_for else None
+            crossed = state.not_widened.get(choice.patch.name)
+            decision = decide(choice, result, version, root, later, crossed)
             if result.outcome in oc.WRITES:
                 diff = classification.patch_diff(result) or b""
                 if decision.action in (NEW_VARIANT, REFRESH):

@@ -22,6 +22,7 @@ from patchkeeper.install.files import sync_folder
 from patchkeeper.install.journal import checkpoint
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.load import inspect_patch_set
+from patchkeeper.patchset.series import patch_name
 from patchkeeper.port.state import NEW_VARIANT, REFRESH, WIDEN, Decision, PortState, diff_file
 
 _AT_FDCWD = -100
@@ -92,9 +93,11 @@ def _refreshed_text(old: str, diff: bytes, state: PortState, applies_to: str | N
 
 def _as_folder(folder: Path, decision: Decision) -> Path:
     """The patch's folder of variants in the new set FOLDER: a plain patch file becomes one
-    (the file moved into it, the series entry renamed). Returns the old variant's new path."""
+    (the file moved into it, the series entry renamed). Returns the old variant's new path.
+    A plain file's entry is the variant itself, also in a subfolder (`fixes/x.patch`, as
+    quilt allows), whose patch name is `fixes/x`."""
     old = folder / decision.variant
-    if old.parent != folder:
+    if patch_name(decision.variant) != decision.name:  # a variant in the patch's folder
         return old
     holder = folder / decision.name
     holder.mkdir()
@@ -102,7 +105,7 @@ def _as_folder(folder: Path, decision: Decision) -> Path:
     os.replace(old, moved)
     series = folder / "series"
     lines = series.read_text(encoding="utf-8").splitlines(keepends=True)
-    entry = re.compile(rf"^(\s*){re.escape(old.name)}(\s.*)?$", re.DOTALL)
+    entry = re.compile(rf"^(\s*){re.escape(decision.variant)}(\s.*)?$", re.DOTALL)
     series.write_text(
         "".join(entry.sub(rf"\g<1>{decision.name}\g<2>", line) for line in lines),
         encoding="utf-8",
@@ -111,10 +114,11 @@ def _as_folder(folder: Path, decision: Decision) -> Path:
 
 
 def _new_name(holder: Path, name: str, version: str) -> Path:
-    candidate = holder / f"{name}-{version}.patch"
+    stem = Path(name).name  # `fixes/x`'s variants are fixes/x/x-VERSION.patch
+    candidate = holder / f"{stem}-{version}.patch"
     number = 2
     while candidate.exists():
-        candidate = holder / f"{name}-{version}-{number}.patch"
+        candidate = holder / f"{stem}-{version}-{number}.patch"
         number += 1
     return candidate
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from patchkeeper.engine.checking import resolve
+from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.files import atomic_write
 from patchkeeper.install.journal import checkpoint
@@ -30,7 +31,7 @@ from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings, load_settings
-from patchkeeper.port import newset
+from patchkeeper.port import newset, ranges
 from patchkeeper.port.conflict import lay_out, read_resolved
 from patchkeeper.port.judging import Choice, choose, fresh_variant, judge_rest
 from patchkeeper.port.proving import prove
@@ -140,15 +141,66 @@ def _start(where: Where, onto: str, out: Path | None) -> PortReport:
             "(add a version source that answers there, list its tag in [tags], or port onto a "
             "release tag)"
         )
-    for patch in where.patch_set.patches:
-        choose(patch, info.version)  # refuses an unreadable variant before anything is kept
+    choices = [choose(patch, info.version) for patch in where.patch_set.patches]  # refuses
+    # an unreadable variant before anything is kept
     state = PortState(
         install=str(install.path), patches=str(root), out=target, onto=onto,
         commit=commits[0], version=info.version.public, fingerprint=newset.fingerprint(root),
-        base_tree=trees[0],
+        base_tree=trees[0], made_for=_made_for(where, choices, info.version),
+        not_widened=_not_widened(where, choices, info.version),
     )  # fmt: skip
     save(install.state_dir, state)
     return _proceed(where, state)
+
+
+def _made_for(where: Where, choices: list[Choice], version: Version) -> dict[str, str]:
+    """The release each judged variant's `Base` names, where it is later than VERSION (a
+    port back to an older release): patch name -> release."""
+    repo, found = where.install.path, {}
+    for choice in choices:
+        base = choice.variant.base
+        commit = git.rev_parse(repo, base) if choice.holds and base else None
+        if commit is None:
+            continue
+        [info] = ref_versions(repo, [commit], where.settings)
+        if info.version is not None and info.version > version:
+            found[choice.patch.name] = info.version.public
+    return found
+
+
+def _not_widened(where: Where, choices: list[Choice], version: Version) -> dict[str, str]:
+    """For each variant that does not hold VERSION, a tagged release other than VERSION that
+    widening its range would take in (`<0.22` widened to `<=0.22.1` takes in 0.22.0): such
+    a patch gets a new variant instead, and that release is judged as before."""
+    wanted = [c for c in choices if not c.holds]
+    releases = _tagged_releases(where) if wanted else []
+    found = {}
+    for choice in wanted:
+        old = choice.variant.fields.get("applies-to")
+        wider = ranges.widen(old, version, choice.others())
+        crossed = [
+            r for r in releases
+            if r.public != version.public and ranges.contains(wider, r)
+            and not ranges.contains(old, r)
+        ]  # fmt: skip
+        if crossed:
+            found[choice.patch.name] = crossed[0].public
+    return found
+
+
+def _tagged_releases(where: Where) -> list[Version]:
+    """The releases of the commits the install's repository tags."""
+    repo = where.install.path
+    listing = git.out(["tag", "--list", "--format=%(objectname) %(*objectname)"], repo)
+    commits = [line.split()[-1] for line in listing.splitlines() if line.strip()]
+    asked = "".join(f"{commit}\n" for commit in commits).encode()
+    answers = git.run(["cat-file", "--batch-check=%(objecttype)"], repo, stdin=asked)
+    kinds = answers.stdout.decode().splitlines()  # `SHA missing` for an object not there
+    commits = [c for c, kind in zip(commits, kinds, strict=False) if kind == "commit"]
+    if not commits:
+        return []
+    infos = ref_versions(repo, commits, where.settings)
+    return sorted({info.version for info in infos if info.version is not None})
 
 
 def _choices(where: Where, state: PortState) -> list[Choice]:
@@ -187,6 +239,7 @@ def _proceed(where: Where, state: PortState) -> PortReport:
 def _swap(where: Where, state: PortState, checks: list[CheckResult]) -> PortReport:
     assert state.new_folder is not None
     new, target = Path(state.new_folder), Path(state.out or state.patches)
+    inside = state.out is None and _cwd_inside(target)
     if not newset.swapped(state):
         if state.out is not None:
             os.replace(new, target)
@@ -197,7 +250,17 @@ def _swap(where: Where, state: PortState, checks: list[CheckResult]) -> PortRepo
     remove(where.install.state_dir)
     report = _report(state, PORTED, checks=checks)
     report.notes.append(f"the ported set is {target}")
+    if inside:  # the shell stands in the old folder, now removed: git and ls see nothing
+        report.notes.append(f"your shell's folder was replaced: run `cd {target}` to see it")
     return report
+
+
+def _cwd_inside(folder: Path) -> bool:
+    try:
+        here = Path(os.getcwd())
+    except OSError:
+        return False
+    return here == folder or folder in here.parents
 
 
 def _unchanged(state: PortState) -> None:
@@ -268,9 +331,10 @@ def _take_fix(where: Where, state: PortState) -> None:
             f"resolved by hand to {state.onto}'s own content: upstream has it",
         )  # fmt: skip
     else:
+        made_for = state.made_for.get(conflict.name)
         decision = fresh_variant(
             choice, "resolved", f"resolved by hand in {folder}", Version(state.version),
-            Path(state.patches),
+            Path(state.patches), Version(made_for) if made_for else None,
         )  # fmt: skip
         atomic_write(diff_file(install.state_dir, conflict.name), diff)
     state.decisions.append(decision)

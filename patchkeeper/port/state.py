@@ -80,6 +80,9 @@ class PortState:
     new_inode: int | None = None  # its inode: after a kill, whether the swap happened
     proofs: dict[str, str] = field(default_factory=dict)  # name -> proven, failed, ...
     proof_note: str = ""  # which interpreter ran the checks, or why none ran
+    made_for: dict[str, str] = field(default_factory=dict)  # name -> its Base's later release
+    not_widened: dict[str, str] = field(default_factory=dict)  # name -> a release widening
+    # its range would take in besides REF's (judged as before: a new variant instead)
     format: int = FORMAT
 
 

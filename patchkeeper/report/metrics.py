@@ -162,7 +162,10 @@ def _fleet_samples(base: Mapping[str, str], document: Mapping[str, Any]) -> list
         samples.append(
             Sample("fleet_host_exit_code", tuple(labels.items()), -1 if code is None else code)
         )
-        samples += _patch_samples(labels, {"patches": host.get("patches") or []})
+        judged: dict[str, Any] = {"patches": host.get("patches") or []}
+        if host.get("smoke"):  # the host's smoke verdict proves its written fixes, or not
+            judged["smoke"] = {"status": host["smoke"]}
+        samples += _patch_samples(labels, judged)
     return samples
 
 
@@ -202,7 +205,7 @@ def samples_of(
         samples.append(Sample("leftovers", labels, leftovers))
     if command == "doctor":
         samples += _doctor_samples(base, document)
-    return samples + _update_samples({k: v for k, v in base.items() if k != "command"}, last_update)
+    return samples + _update_samples(base, last_update)
 
 
 def _escape(value: str) -> str:
@@ -263,4 +266,17 @@ def write_metrics(
 
     last = last_update(state_dir) if state_dir is not None else None
     samples = samples_of(command, exit_code, document, now=time.time(), last_update=last)
-    atomic_write(path, exposition(samples).encode())
+    try:
+        atomic_write(path, exposition(samples).encode())
+    except BaseException:
+        _NOT_WRITTEN.add(path)
+        raise
+
+
+_NOT_WRITTEN: set[Path] = set()
+
+
+def failed_before(path: Path) -> bool:
+    """Whether this process tried to write PATH and failed: the error said so already, and
+    a run that stops on it does not try (and say) it a second time."""
+    return path in _NOT_WRITTEN

@@ -29,9 +29,8 @@ def _decision_lines(decision: Decision, proof: str | None) -> list[str]:
     word = _WORDS.get(decision.action, decision.action)
     lines = [f"  {decision.name:<18} {word}"]
     if decision.action == NEW_VARIANT:
-        lines.append(
-            f"      wrote {decision.written or '(a new variant)'}: Applies-To {decision.applies_to}"
-        )
+        wrote = f"wrote {decision.written}" if decision.written else "a new variant (not written)"
+        lines.append(f"      {wrote}: Applies-To {decision.applies_to}")
         lines.append(f"      {decision.variant}: Applies-To {decision.old_applies_to or 'all'}")
     elif decision.action in (WIDEN, REFRESH) and decision.written:
         lines.append(f"      wrote {decision.written}: Applies-To {decision.applies_to or 'all'}")

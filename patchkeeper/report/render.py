@@ -89,6 +89,9 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "conflicts": [asdict(c) for c in result.conflicts],
         "upstream_took": upstream_took_json(result.upstream_took),
         "notes": result.notes,
+        "variant_choice": None
+        if result.variant_choice is None
+        else {"by": "content", **asdict(result.variant_choice)},
     }
 
 
