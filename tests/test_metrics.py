@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli, run_json
+from helpers import diff_of, make_repo, patch_text, run_cli, run_json, write_patch_set
 
 from patchkeeper.demo.ledger import plant_ledger
 from patchkeeper.demo.sandbox import Sandbox
@@ -190,6 +190,32 @@ def test_an_update_whose_fix_is_not_proven_counts_it_unproven(
     assert written == 2
     assert value(metrics, "patchkeeper_fixes", state="unproven") == written
     assert value(metrics, "patchkeeper_fixes", state="in_place") == 1
+
+
+def test_status_counts_unproven_what_its_notes_say_nothing_proves(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    assert run_cli("apply", *where(sandbox), "--no-smoke").returncode == 5
+    metrics = tmp_path / "status.prom"
+    code, document = run_json("status", *where(sandbox), "--metrics", metrics)
+    assert code == 5, document
+    assert value(metrics, "patchkeeper_fixes", state="unproven") == 2
+    assert value(metrics, "patchkeeper_fixes", state="in_place") == 1
+
+
+def test_a_fix_that_says_no_check_can_prove_it_is_in_place_on_a_green_run(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "install", {"app.py": "x = 1\n"})
+    diff = diff_of(repo, {"app.py": "x = 2\n"})
+    patches = write_patch_set(tmp_path / "set", {"fix.patch": patch_text(diff)})
+    metrics = tmp_path / "apply.prom"
+    code, document = run_json(
+        "apply", "--install", repo, "--patches", patches, "--metrics", metrics
+    )
+    assert code == 0, document
+    assert value(metrics, "patchkeeper_fixes", state="in_place") == 1
+    assert value(metrics, "patchkeeper_fixes", state="unproven") == 0
 
 
 def test_check_audit_smoke_and_doctor_write_their_own_families(

@@ -423,6 +423,15 @@ def test_the_ci_recipe_turns_a_new_tag_into_a_ported_branch(
     assert f"schema-once/schema-once-{version}.patch" in listed
     assert "schema-once.patch" not in listed and "series" in listed
 
+    # The next scheduled run starts again from the set's own branch, and the review branch is
+    # already there: the job must port afresh and push again, not fail on the branch.
+    subprocess.run(["git", "switch", "-q", "-"], cwd=checkout, check=True)
+    subprocess.run(["git", "reset", "-q", "--hard"], cwd=checkout, check=True)
+    shutil.rmtree(runner / "ported")
+    outputs.unlink()
+    assert run_step("port the set onto the newest release tag") == {"tag": MOVED, "code": "0"}
+    run_step(next(name for name in steps if name and name.startswith("the ported set")))
+
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 

@@ -41,11 +41,15 @@ from patchkeeper.port.state import (
 
 @dataclass(frozen=True)
 class Choice:
-    """The variant a port judges for one patch; HOLDS: its range contains REF's release."""
+    """The variant a port judges for one patch; HOLDS: its range contains REF's release.
+    CANDIDATES: several variants chosen by content (`Choose: by-content`) for that release:
+    the engine tries them on REF plus the patches before, and the one it keeps is the port's
+    (`settled`); until then VARIANT is the first of them."""
 
     patch: Patch
     variant: PatchFile
     holds: bool
+    candidates: tuple[PatchFile, ...] = ()
 
     def relative(self, root: Path) -> str:
         return str(self.variant.path.relative_to(root))
@@ -64,9 +68,11 @@ def choose(patch: Patch, version: Version) -> Choice:
     else the one that starts lowest above it."""
     if (unread := next((v for v in patch.variants if v.invalid is not None), None)) is not None:
         raise UserError(f"{unread.path}: {unread.invalid}; fix it first (patchkeeper lint)")
-    chosen = patch.select(version)
-    if chosen is not None:
-        return Choice(patch, chosen, True)
+    found = patch.candidates(version)
+    if len(found) > 1:
+        return Choice(patch, found[0], True, found)
+    if found:
+        return Choice(patch, found[0], True)
     point = release_point(version)
     spans = [(bounds(v.applies_to), v) for v in patch.variants]
     below = [(b.high, i) for i, (b, _) in enumerate(spans) if b.high < point]
@@ -76,9 +82,19 @@ def choose(patch: Patch, version: Version) -> Choice:
 
 
 def _forced(choice: Choice) -> Patch:
-    """The patch with CHOICE as its one variant, chosen whatever the version."""
-    variant = choice.variant
-    return Patch(choice.patch.name, choice.patch.entry, (variant,), choose=lambda _v: variant)
+    """The patch with CHOICE's variant (or its candidates, chosen by content) as the ones
+    the engine tries, whatever the version."""
+    variants = choice.candidates or (choice.variant,)
+    return Patch(choice.patch.name, choice.patch.entry, variants, choose=lambda _v: variants)
+
+
+def settled(choice: Choice, result: PatchResult, root: Path) -> Choice:
+    """CHOICE with the variant the engine kept by content on REF (RESULT names it: the one
+    that applies, or at a conflict the one that came closest)."""
+    if not choice.candidates:
+        return choice
+    variant = choice.patch.variant_at(result.variant, root) or choice.variant
+    return Choice(choice.patch, variant, True)
 
 
 def apply_on_tree(repo: Path, tree: str, diff: bytes) -> str:
@@ -200,9 +216,10 @@ def judge_rest(
         subset, repo, version, upstream_ref=state.commit, target_ref=state.base_tree
     )
     try:
-        for choice, result in zip(rest, classification.results, strict=True):
+        for judged, result in zip(rest, classification.results, strict=True):
             if result.outcome in (oc.CONFLICT, oc.INVALID, oc.NOT_APPLICABLE, oc.EXPIRED):
                 return result
+            choice = settled(judged, result, root)
             made_for = state.made_for.get(choice.patch.name)
             later = Version(made_for) if made_for else None
             crossed = state.not_widened.get(choice.patch.name)

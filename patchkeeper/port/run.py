@@ -33,7 +33,7 @@ from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings, load_settings
 from patchkeeper.port import newset, ranges
 from patchkeeper.port.conflict import lay_out, read_resolved
-from patchkeeper.port.judging import Choice, choose, fresh_variant, judge_rest
+from patchkeeper.port.judging import Choice, choose, fresh_variant, judge_rest, settled
 from patchkeeper.port.proving import prove
 from patchkeeper.port.result import ABORTED, PORTED, STOPPED, PortReport
 from patchkeeper.port.state import (
@@ -215,7 +215,7 @@ def _proceed(where: Where, state: PortState) -> PortReport:
     version = Version(state.version)
     stop = judge_rest(install.path, install.state_dir, choices, state, version, root, checkpoint)
     if stop is not None:
-        return _stop_at(where, state, choices[state.position], stop)
+        return _stop_at(where, state, settled(choices[state.position], stop, root), stop)
     if not state.proof_note:
         state.proofs, checks, state.proof_note = prove(install, where.settings, state, root)
     else:

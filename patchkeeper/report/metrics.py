@@ -11,9 +11,10 @@ never vanishes when its count drops to nothing (an alert on `> 0` would then go 
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,14 +76,21 @@ def _samples(family: str, base: Mapping[str, str], by: str, counts: Mapping[str,
     return [Sample(family, (*base.items(), (by, name)), counts.get(name, 0)) for name in names]
 
 
-def fix_state(patch: Mapping[str, Any], proven: bool) -> str:
-    """Where one judged patch leaves its fix; PROVEN: the run's smoke checks all passed."""
+# The sentences status and apply say of a fix in place that nothing proves (proof/smoke/
+# proven.py, commands/apply.py): "NAME is in place but not proven ...", "NAME is in place,
+# but no smoke check proves it ...".
+_NOT_PROVEN = re.compile(r"(?P<name>\S+) is in place,? but (?:not proven|no smoke check)")
+
+
+def fix_state(patch: Mapping[str, Any], proven: bool, unproven: Container[str] = ()) -> str:
+    """Where one judged patch leaves its fix. PROVEN: the run's smoke checks passed (or it
+    had none to run); UNPROVEN: the names the run's notes say nothing proves."""
     outcome = patch.get("outcome")
     if patch.get("undecided") or outcome in (*oc.FAILED, oc.PENDING, oc.EXPIRED, oc.DRIFTED):
         return "missing"
     if outcome == oc.NOT_APPLICABLE:
         return "not_applicable"
-    if outcome in oc.WRITES and not proven:
+    if (outcome in oc.WRITES and not proven) or patch.get("name") in unproven:
         return "unproven"
     if outcome in (*oc.WRITES, *oc.IN_PLACE):
         return "in_place"
@@ -94,9 +102,11 @@ def _patch_samples(base: Mapping[str, str], document: Mapping[str, Any]) -> list
         return []
     patches = [p for p in document.get("patches") or [] if isinstance(p, Mapping)]
     smoke = document.get("smoke")
-    proven = not isinstance(smoke, Mapping) or smoke.get("status") == "pass"
+    proven = not isinstance(smoke, Mapping) or smoke.get("status") in ("pass", "not-configured")
+    notes = [str(note) for note in document.get("notes") or []]
+    unproven = {m["name"] for note in notes if (m := _NOT_PROVEN.match(note))}
     outcomes = Counter(str(p.get("outcome")) for p in patches)
-    states = Counter(fix_state(p, proven) for p in patches)
+    states = Counter(fix_state(p, proven, unproven) for p in patches)
     return [
         *_samples("patches", base, "outcome", outcomes, OUTCOMES),
         *_samples("fixes", base, "state", states, FIX_STATES),
