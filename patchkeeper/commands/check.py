@@ -20,6 +20,9 @@ FORMATS = ("text", "json", "junit", "github")
 
 
 class PEP440(click.ParamType):
+    """A PEP 440 version; a text that is none is kept for the patch set's own version scheme
+    (Debian, SemVer: `_since_in`), which is known only once the set is read."""
+
     name = "version"
 
     def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
@@ -29,8 +32,22 @@ class PEP440(click.ParamType):
         try:
             return Version(text)
         except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
-            shown = text if len(text) <= 60 else f"{text[:57]}..."
-            self.fail(f"{shown!r} is not a PEP 440 version (say 0.21 or 0.21.5)", param, ctx)
+            return text
+
+
+def _since_in(since, scheme):  # type: ignore[no-untyped-def]
+    """--since read in SCHEME, the patch set's version scheme; a usage error when it is none."""
+    from patchkeeper.patchset.versions import PEP440 as PEP440_SCHEME
+
+    text = str(since)
+    version = scheme.parse(text) if scheme is not PEP440_SCHEME else since
+    if isinstance(version, str) or version is None:
+        shown = text if len(text) <= 60 else f"{text[:57]}..."
+        words = "PEP 440" if scheme is PEP440_SCHEME else scheme.name
+        raise click.BadParameter(
+            f"{shown!r} is not a {words} version (say 0.21 or 0.21.5)", param_hint="'--since'"
+        )
+    return version
 
 
 def render_table(reports) -> None:  # type: ignore[no-untyped-def]
@@ -143,6 +160,8 @@ def command(
     chosen = list(dict.fromkeys(refs))
     unknown: list[str] = []
     if tag_globs or since is not None:
+        if since is not None:
+            since = _since_in(since, workspace.settings.version_scheme)
         selection = checking.select_tags(repo, tag_globs, since, workspace.settings.tags)
         tags, unknown = selection.tags, selection.unknown
         if not tags:

@@ -19,9 +19,12 @@ from patchkeeper.patchset.settings import load_settings
 from patchkeeper.report.render import emit_json
 
 
-def unread(patch: Patch) -> bool:
-    """Whether a variant of PATCH cannot be read or is unsafe (its problem is listed)."""
-    return any(variant.invalid is not None for variant in patch.variants)
+def unread(patch: Patch, problem_files: set[Path]) -> bool:
+    """Whether a variant of PATCH cannot be read or is unsafe, or git cannot read it (a
+    problem listed at one of its files, PROBLEM_FILES)."""
+    return any(
+        variant.invalid is not None or variant.path in problem_files for variant in patch.variants
+    )
 
 
 def header_fields(patch_set: PatchSet) -> dict[str, dict[str, object]]:
@@ -72,6 +75,7 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
         )
     code = exitcodes.USAGE if problems else exitcodes.OK
     warnings = patch_set.warnings
+    problem_files = {problem.path for problem in problems}
     if as_json:
         emit_json(
             "lint",
@@ -81,7 +85,7 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
                 {"file": str(p.path), "line": p.line, "message": p.message} for p in problems
             ],
             patches=[
-                {"name": p.name, "outcome": "invalid" if unread(p) else "ok"}
+                {"name": p.name, "outcome": "invalid" if unread(p, problem_files) else "ok"}
                 for p in patch_set.patches
             ],
             warnings=[

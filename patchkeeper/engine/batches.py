@@ -76,11 +76,18 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         sections = section_offsets(proc.stderr)
         counts = [len(_SECTION_RE.findall(variant.diff)) for _, variant, _ in items]
         if len(sections) == sum(counts):
-            for (patch, variant, result), count in zip(items, counts, strict=True):
-                result.offsets = [o for found in sections[:count] for o in found]
-                sections = sections[count:]
-                result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
-                state.batched[patch.name] = variant.files
+            moved = _first_moved(sections, counts)
+            if moved is None:
+                for patch, variant, result in items:
+                    result.outcome = oc.APPLIED
+                    state.batched[patch.name] = variant.files
+                return
+            # An apply at an offset is guarded alone (judge.py): the ones before it as a
+            # batch, it alone, the rest as a batch.
+            index.restore(saved)
+            run_batch(state, items[:moved])
+            try_alone(state, *items[moved])
+            run_batch(state, items[moved + 1 :])
             return
         index.restore(saved)  # git read the stream otherwise: one by one
         for item in items:
@@ -109,6 +116,16 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         run_batch(state, [items[i] for i in group[:first]])
         try_alone(state, *items[group[first]])
         run_batch(state, [items[i] for i in group[first + 1 :]])
+
+
+def _first_moved(sections: list[list[oc.HunkOffset]], counts: list[int]) -> int | None:
+    """The first item (COUNTS: its file sections) with a hunk git applied at an offset."""
+    at = 0
+    for item, count in enumerate(counts):
+        if any(sections[at : at + count]):
+            return item
+        at += count
+    return None
 
 
 def _judge_batch_failures(

@@ -44,10 +44,13 @@ def classify_one(
     HAS_IT_OUTCOME is the outcome when the patch's changes are already there (or a function
     that decides it, asked only then: it may cost git calls). BLOBS, MERGE_HAS_IT: see
     `judge_failed`."""
+    before = index.save()
     check = index.apply(patch_file.diff)  # atomic: applied in full, or the index is unchanged
     if check.returncode == 0:
         result.offsets = parse_offsets(check.stderr)
         result.outcome = oc.APPLIED_OFFSET if result.offsets else oc.APPLIED
+        if result.offsets:
+            _guard_offset(index, before, patch_file, result, has_it_outcome, merge_has_it)
         return
     said = output_lines(check.stderr)
     if check.returncode == GIT_FATAL or any(_CORRUPT_RE.search(line) for line in said):
@@ -58,6 +61,33 @@ def classify_one(
         index, patch_file, result, has_it_outcome, check.stderr, blobs=blobs,
         merge_has_it=merge_has_it,
     )  # fmt: skip
+
+
+def _guard_offset(
+    index: ScratchIndex,
+    before: tuple[bytes | None, str | None],
+    patch_file: PatchFile,
+    result: PatchResult,
+    has_it_outcome: HasIt,
+    merge_has_it: HasIt | None,
+) -> None:
+    """A forward apply at an offset stands only when it writes nothing the target has
+    (`offset_guard`); else the index goes back to BEFORE and RESULT says why."""
+    from patchkeeper.engine.offset_guard import judge_offset  # only a moved apply needs it
+
+    doubt = judge_offset(index, before, patch_file.diff, result.offsets)
+    if doubt is None:
+        return
+    result.offsets = []
+    ask = has_it_outcome if doubt.reverse else (merge_has_it or has_it_outcome)
+    outcome = (ask if isinstance(ask, str) else ask()) if doubt.has_it else oc.CONFLICT
+    if doubt.reverse or outcome == oc.UPSTREAM_HAS_IT:
+        result.outcome, result.detail = outcome, doubt.detail
+        return
+    result.outcome = oc.CONFLICT
+    result.detail = doubt.detail
+    if doubt.has_it:  # every block doubled, but the work tree's content is not upstream's
+        result.detail = f"{doubt.detail}, but HEAD's commit does not show it"
 
 
 def judge_failed(
@@ -116,6 +146,11 @@ def judge_failed(
     result.conflicts = conflicting_hunks(index, diff, files, forward, contents)
     names = ", ".join(files) or "the target"
     result.detail = refused.detail if refused else f"does not apply to {names}"
+    from patchkeeper.engine.upstream_took import measure  # only a conflict is measured
+
+    result.upstream_took = measure(index, diff, contents or {})
+    if result.upstream_took is not None and (qualifier := result.upstream_took.qualifier()):
+        result.detail = f"{result.detail}; {qualifier}"
 
 
 def has_it_outcome(judging: Judging, variant: PatchFile) -> Callable[[], str]:

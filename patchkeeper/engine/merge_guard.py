@@ -55,7 +55,7 @@ class Block:
     open_end: bool
 
 
-def _telling(line: str) -> bool:
+def is_telling(line: str) -> bool:
     text = line.strip()
     return len(text) >= 4 and any(char.isalnum() for char in text)
 
@@ -80,7 +80,7 @@ def _hunk_blocks(hunk: bytes) -> list[Block]:
         texts = [text for _, text in new_side]
         blocks.append(Block(texts[at:end], texts[:at], texts[end:], at_start, trail_ctx < lead_ctx))
         at = end
-    return [block for block in blocks if any(_telling(line) for line in block.lines)]
+    return [block for block in blocks if any(is_telling(line) for line in block.lines)]
 
 
 def added_blocks(hunks: Iterable[bytes]) -> list[Block]:
@@ -144,9 +144,11 @@ def judge_merge(
     sections: Iterable[tuple[str, list[bytes]]],
     before: dict[str, bytes],
     after: dict[str, bytes],
+    what: str = "a 3-way merge",
 ) -> Refusal | None:
     """None when the merge of SECTIONS (path, hunks) may stand; else why not. BEFORE and
-    AFTER: the target's content of the patch's files before and after the merge.
+    AFTER: the target's content of the patch's files before and after the merge. WHAT
+    names the write in the reasons (an apply at an offset is judged the same way).
 
     A block counts as written twice when the merge leaves it more often than before and it
     stood there already (a block the patch moves stands as often after as before); twice at
@@ -154,14 +156,14 @@ def judge_merge(
     (`_at_place`), elsewhere otherwise."""
     sections = list(sections)
     if all(before.get(path) == after.get(path) for path, _ in sections):
-        return Refusal(True, "a 3-way merge changes nothing: upstream has it already")
+        return Refusal(True, f"{what} changes nothing: upstream has it already")
     twice = elsewhere = new = 0  # telling lines written a second time (at its place, not), new
     for path, hunks in sections:
         old_lines, new_lines = _lines_of(before.get(path)), _lines_of(after.get(path))
         old_where, new_where = _positions(old_lines), _positions(new_lines)
         changed: list[range] | None = None
         for block in added_blocks(hunks):
-            telling = sum(1 for line in block.lines if _telling(line))
+            telling = sum(1 for line in block.lines if is_telling(line))
             was = len(_starts(block.lines, old_lines, old_where))
             now = _starts(block.lines, new_lines, new_where)
             if not was or len(now) <= was:
@@ -184,18 +186,18 @@ def judge_merge(
     if not new and not elsewhere and twice >= EVIDENCE:
         return Refusal(
             True,
-            f"a 3-way merge would write its {twice} added line(s) a second time: "
+            f"{what} would write its {twice} added line(s) a second time: "
             "upstream has them already",
         )
     if elsewhere:
         return Refusal(
             False,
-            f"a 3-way merge would write {elsewhere} added line(s) the file holds elsewhere, "
+            f"{what} would write {elsewhere} added line(s) the file holds elsewhere, "
             "not at the patch's place: unclear whether upstream has the fix, so nothing is "
             "written",
         )
     return Refusal(
         False,
-        f"a 3-way merge would write {twice} added line(s) upstream already has "
+        f"{what} would write {twice} added line(s) upstream already has "
         f"({new} new): unclear whether upstream has the fix, so nothing is written",
     )

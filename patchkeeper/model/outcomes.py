@@ -53,6 +53,56 @@ class HunkConflict:
 
 
 @dataclass(frozen=True)
+class HunkHeld:
+    """One hunk of a conflicting patch measured against the target by content: its telling
+    added lines that stand in the file, its telling removed lines that no longer do."""
+
+    file: str
+    hunk: int  # 1-based within the file
+    added: int
+    added_present: int
+    removed: int
+    removed_gone: int
+
+    @property
+    def held(self) -> bool:
+        return self.added_present == self.added and self.removed_gone == self.removed
+
+
+@dataclass(frozen=True)
+class UpstreamTook:
+    """How much of a patch that neither applies nor reverses the target already holds.
+
+    APPEARS: upstream appears to have it (at least `SHARE` of its telling lines in place,
+    the measure issue 27 found Debian's dropped patches by); never a proof: the outcome stays
+    `conflict`. FUZZ_APPLIES: quilt's fuzz (GNU patch --fuzz=2, `git apply -C1`) would apply
+    it, a hint for the person porting it, never a write."""
+
+    hunks: tuple[HunkHeld, ...]
+    appears: bool
+    fuzz_applies: bool
+
+    @property
+    def held(self) -> int:
+        return sum(1 for hunk in self.hunks if hunk.held)
+
+    def lines(self) -> tuple[int, int, int, int]:
+        """(added present, added, removed gone, removed) over every hunk."""
+        return (
+            sum(h.added_present for h in self.hunks),
+            sum(h.added for h in self.hunks),
+            sum(h.removed_gone for h in self.hunks),
+            sum(h.removed for h in self.hunks),
+        )
+
+    def qualifier(self) -> str:
+        """What a report says after `conflict`: empty when upstream does not appear to have it."""
+        if not self.appears:
+            return ""
+        return f"upstream appears to have this ({self.held} of {len(self.hunks)} hunks)"
+
+
+@dataclass(frozen=True)
 class VariantTrial:
     """One variant tried while a fix's variant was chosen by content, and how it fared."""
 
@@ -89,6 +139,7 @@ class PatchResult:
     trees: tuple[str, str] | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list)
     would: str | None = None  # pending: the outcome `apply` would have (applied, ...-offset)
+    upstream_took: UpstreamTook | None = None  # conflict: how much of it the target holds
     variant_choice: ContentChoice | None = None  # set when the variant was chosen by content
 
     @property

@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths, unquote
+from patchkeeper.patchset.githeaders import normal_git_headers
 from patchkeeper.patchset.plaindiff import plain_to_git
 from patchkeeper.patchset.userfiles import unsafe_path
 
@@ -202,12 +203,15 @@ def read_diff(
             )
         )
         return None, [], problems
-    offset = len("\n".join(raw_lines[:diff_start]).encode()) + (1 if diff_start else 0)
+    head = "\n".join(raw_lines[:diff_start]).encode(errors="surrogateescape")
+    offset = len(head) + (1 if diff_start else 0)
     diff = _without_signature(data[offset:])
     numbers: list[int] | None = None
     if not re.search(rb"(?m)^diff --git ", diff):
         diff, numbers, plain_problems = plain_to_git(path, diff, diff_start + 1)
         problems += plain_problems
+    else:
+        diff = normal_git_headers(diff)  # i/ w/ prefixes, a diff --git line naming others
 
     def where(line: int) -> int:
         if numbers is None:

@@ -84,11 +84,12 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
             patches.append(Patch(patch_name(entry), entry, tuple(variants), choose, complete))
     known = {real(file) for file in listed}  # one file seen through symlinks is one file,
     strays = patch_files_on_disk(root, real) - listed  # named by its own path where it has one
+    strays_seen: list[Problem] = []  # a warning: quilt and dpkg leave such a file alone too
     for stray in sorted(strays, key=lambda path: (real(path) != path, path)):
         if (where := real(stray)) is None or where not in known:
             known.add(where)
-            problems.append(Problem(stray, 1, "patch file is not listed in series"))
-    return PatchSet(root, tuple(patches), scheme), problems
+            strays_seen.append(Problem(stray, 1, "patch file is not listed in series"))
+    return PatchSet(root, tuple(patches), scheme, tuple(strays_seen)), problems
 
 
 class _VariantReader:

@@ -177,14 +177,16 @@ class PatchSet:
     root: Path
     patches: tuple[Patch, ...]
     scheme: VersionScheme = PEP440  # `[install] version_scheme`: how Applies-To was read
+    set_warnings: tuple[Problem, ...] = ()  # of the folder: a patch file series leaves out
 
     def by_name(self, name: str) -> Patch | None:
         return next((p for p in self.patches if p.name == name), None)
 
     @property
     def warnings(self) -> list[Problem]:
-        """Header problems that leave every diff readable: shown, never a refusal."""
-        return [w for patch in self.patches for v in patch.variants for w in v.warnings]
+        """Problems that leave every diff readable: shown, never a refusal."""
+        own = [w for patch in self.patches for v in patch.variants for w in v.warnings]
+        return [*self.set_warnings, *own]
 
 
 def spec_contains(spec: SpecifierSet | None, version: Version | None) -> bool:

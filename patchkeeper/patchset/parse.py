@@ -44,15 +44,19 @@ def parse_data(
 ) -> tuple[PatchFile | None, list[Problem]]:
     """`parse_patch_file` of DATA, PATH's bytes. Without DIFF, everything but the diff is read
     (its diff and files left empty: a variant not chosen yet, see `Patch.complete`)."""
-    text, problem = utf8_text(path, data)
-    if problem:
-        return None, [problem]
-    # Split on "\n" only: a diff's bytes (CRLF lines, form feeds) must survive as written.
-    raw_lines = text.split("\n")
-    lines = [line.removesuffix("\r") for line in raw_lines]
+    _, not_utf8 = utf8_text(path, data)
+    # Split on "\n" only: a diff's bytes (CRLF lines, form feeds) must survive as written,
+    # a byte that is not UTF-8 too (git and GNU patch apply it as it is); the header is read
+    # with such a byte shown as U+FFFD.
+    raw_lines = data.decode("utf-8", errors="surrogateescape").split("\n")
+    shown = data.decode("utf-8", errors="replace").split("\n") if not_utf8 else raw_lines
+    lines = [line.removesuffix("\r") for line in shown]
     header = parse_header(path, lines)
     fields, diff_start, problems = header.fields, header.diff_start, list(header.problems)
     warnings = list(header.warnings)
+    if not_utf8:
+        read_as = f"{not_utf8.message}: its bytes are kept as they are"
+        warnings.append(Problem(path, not_utf8.line, read_as))
     if (header.fields or header.free_text) and not (
         fields.get("description") or fields.get("subject")
     ):

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from patchkeeper.patchset.version_keys import with_local
 from patchkeeper.patchset.versions import (
     PEP440,
     VersionFile,
     VersionInfo,
     VersionScheme,
     describe_parts,
-    parse_version,
     scheme_words,
     tag_to_version,
 )
@@ -72,7 +72,7 @@ class JsonKeySource:
         if distance and not version.local:
             sha = stamped[:7].lower() if isinstance(stamped, str) else None
             local = f"{distance}.g{sha}" if sha else str(distance)
-            version = parse_version(f"{version.public}+{local}") or version
+            version = with_local(version, local) or version
             said.append(f"{self.distance_key} {distance}")
         if isinstance(stamped, str):
             said.append(f"{self.commit_key} {stamped[:12]}")
@@ -172,7 +172,7 @@ class TagNames:
         base = self.version(tag)
         if base is None or not distance or distance == "0" or sha is None:
             return base
-        return parse_version(f"{base.public}+{distance}.g{sha[:7]}")
+        return with_local(base, f"{distance}.g{sha[:7]}")
 
 
 def _glob_escape(name: str) -> str:

@@ -17,6 +17,12 @@ from dataclasses import dataclass, replace
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.patchset.bounded_regex import SEARCH_SECONDS, RegexTimeout, search_within
+from patchkeeper.patchset.version_keys import (
+    SchemeVersion,
+    debian_version,
+    semver_version,
+    with_local,
+)
 
 _DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
 _CANARY_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)*)-canary\.(?P<stamp>\d+)$")
@@ -28,24 +34,29 @@ class VersionScheme:
     `Applies-To` ranges hold them: `[install] version_scheme` in patchkeeper.toml.
 
     - `pep440` (the default): PEP 440 as it is.
-    - `semver`: SemVer 2.0 (`1.2.3-rc.1` -> 1.2.3rc1, `-beta.2` -> b2, `-alpha` -> a0, any
-      other pre-release `-canary.7` -> .dev7; `+build` is ignored, as SemVer says).
-    - `debian`: Debian and OpenSSH style upstream versions: an epoch `1:`, `9.2p1` (a
-      portable release after 9.2: 9.2.post1), `2.41~rc1` (before 2.41: 2.41rc1), `+dfsg`
-      and a Debian revision `-3` as a local version (1.6.43+dfsg.3).
+    - `semver`: SemVer 2.0 precedence, exactly as python-semver orders it (`1.2` is 1.2.0;
+      `+build` is ignored, as SemVer says).
+    - `debian`: Debian versions (and OpenSSH's `9.2p1`), exactly as dpkg orders them
+      (python-debian reads them): an epoch `1:`, `~` before anything, a revision `-3`.
 
-    Every scheme reads plain PEP 440 too, so `1.2` or `2026.6.19` mean what they say.
+    The two are ordered through a PEP 440 key (version_keys.py), so ranges stay packaging's
+    specifier sets; a version reads as it was written.
     """
 
-    def __init__(self, name: str, parse: Callable[[str], Version | None]) -> None:
+    def __init__(
+        self, name: str, parse: Callable[[str], Version | None], *, own_order: bool = False
+    ) -> None:
         self.name = name
         self._parse = parse
+        self.own_order = own_order  # its versions sort by their own rules, never as PEP 440
 
     def __repr__(self) -> str:
         return f"VersionScheme({self.name!r})"
 
     def parse(self, text: str) -> Version | None:
         text = text.strip()
+        if self.own_order:  # a PEP 440 reading would sort apart from the scheme's own
+            return self._parse(text)
         version = parse_version(text)
         return version if version is not None else self._parse(text)
 
@@ -59,65 +70,29 @@ class VersionScheme:
             if match is None:
                 return text, f"{part.strip()!r} is not an operator and a version"
             operator, version = match[1], match[2]
+            if self.own_order and (version.endswith(".*") or operator in ("~=", "===")):
+                why = f"{part.strip()!r}: wildcards, ~= and === are PEP 440's; write a range"
+                return text, f"{why} (>=, <) of {self.name} versions"
             if version.endswith(".*"):
                 parts.append(f"{operator}{version}")
                 continue
             parsed = self.parse(version)
             if parsed is None:
                 return text, f"{version!r} is not a {self.name} version"
-            parts.append(f"{operator}{parsed}")
+            key = parsed.key if isinstance(parsed, SchemeVersion) else str(parsed)
+            parts.append(f"{operator}{key}")
         return ",".join(parts), None
 
 
 _SPECIFIER_RE = re.compile(r"^\s*(===|~=|==|!=|<=|>=|<|>)\s*(\S+)\s*$")
-_SEMVER_RE = re.compile(
-    r"^(?P<release>\d+\.\d+\.\d+)(?:-(?P<pre>[0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
-)
-_PRE = {"alpha": "a", "a": "a", "beta": "b", "b": "b", "rc": "rc", "pre": "rc"}
-_DEBIAN_RE = re.compile(
-    r"^(?:(?P<epoch>\d+):)?(?P<release>\d+(?:\.\d+)*)(?:p(?P<post>\d+))?"
-    r"(?:~(?P<pre>[A-Za-z]+)\.?(?P<pre_n>\d*))?(?:\+(?P<local>[A-Za-z0-9.+]+))?"
-    r"(?:-(?P<revision>[A-Za-z0-9.+~]+))?$"
-)
-
-
-def _semver(text: str) -> Version | None:
-    match = _SEMVER_RE.match(text)
-    if match is None:
-        return None
-    pre = ""
-    if match["pre"]:
-        words = match["pre"].split(".")
-        number = next((w for w in words[1:] if w.isdigit()), "0")
-        if words[0].isdigit():
-            pre = f".dev{words[0]}"
-        elif (label := _PRE.get(words[0].lower())) is not None:
-            pre = f"{label}{number}"
-        else:
-            digits = re.sub(r"\D", "", words[0])
-            pre = f".dev{number if number != '0' else digits or 0}"
-    return parse_version(f"{match['release']}{pre}")
-
-
-def _debian(text: str) -> Version | None:
-    match = _DEBIAN_RE.match(text)
-    if match is None:
-        return None
-    epoch = f"{match['epoch']}!" if match["epoch"] else ""
-    post = f".post{match['post']}" if match["post"] else ""
-    pre = ""
-    if match["pre"]:
-        label = _PRE.get(match["pre"].lower())
-        pre = f"{label}{match['pre_n'] or 0}" if label else f".dev{match['pre_n'] or 0}"
-    local = [p for p in (match["local"], match["revision"]) if p]
-    tail = "+" + ".".join(re.sub(r"[^A-Za-z0-9.]", ".", p) for p in local) if local else ""
-    return parse_version(f"{epoch}{match['release']}{pre}{post}{tail}")
-
-
 PEP440 = VersionScheme("pep440", lambda _text: None)
 SCHEMES = {
     scheme.name: scheme
-    for scheme in (PEP440, VersionScheme("semver", _semver), VersionScheme("debian", _debian))
+    for scheme in (
+        PEP440,
+        VersionScheme("semver", semver_version, own_order=True),
+        VersionScheme("debian", debian_version, own_order=True),
+    )
 }
 
 
@@ -228,7 +203,7 @@ def scheme_words(scheme: VersionScheme) -> str:
 
 def tag_to_version(tag: str, scheme: VersionScheme = PEP440) -> Version | None:
     tag = tag.removeprefix("v")
-    if canary := _CANARY_RE.match(tag):
+    if scheme is PEP440 and (canary := _CANARY_RE.match(tag)):
         tag = f"{canary['base']}.dev{canary['stamp']}"
     return scheme.parse(tag)
 
@@ -249,4 +224,4 @@ def describe_to_version(described: str, scheme: VersionScheme = PEP440) -> Versi
     base = tag_to_version(tag, scheme)
     if base is None or not distance or distance == "0" or sha is None:
         return base
-    return parse_version(f"{base.public}+{distance}.g{sha[:7]}")
+    return with_local(base, f"{distance}.g{sha[:7]}")

@@ -19,6 +19,7 @@ from patchkeeper.model.outcomes import HunkConflict, PatchResult
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.report.check_table import needs_work, ref_span
+from patchkeeper.report.render import upstream_took_lines
 
 
 def escape_data(text: str) -> str:
@@ -159,12 +160,15 @@ def _keys(patch_set: PatchSet, result: PatchResult):
         for conflict in result.conflicts:
 
             def make(conflict: HunkConflict = conflict) -> Annotation:
-                body = _conflict_message(conflict)
+                body = _conflict_message(conflict) + upstream_took_lines(result.upstream_took)
+                title = f"patchkeeper: {name} does not apply"
+                if result.upstream_took is not None and result.upstream_took.appears:
+                    title += f" ({result.upstream_took.qualifier()})"
                 return Annotation(
                     "error",
                     path,
                     hunk_line(path, conflict.file, conflict.hunk),
-                    f"patchkeeper: {name} does not apply",
+                    title,
                     "\n".join([f"{name} does not apply on {{refs}}: {body[0]}", *body[1:]]),
                 )
 

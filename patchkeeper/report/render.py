@@ -13,7 +13,7 @@ import click
 
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import one_line
-from patchkeeper.model.outcomes import PatchResult
+from patchkeeper.model.outcomes import PatchResult, UpstreamTook
 
 if TYPE_CHECKING:
     from patchkeeper.leftovers.find import Leftover
@@ -87,11 +87,55 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "offsets": [asdict(o) for o in result.offsets],
         "merged_files": result.merged_files,
         "conflicts": [asdict(c) for c in result.conflicts],
+        "upstream_took": upstream_took_json(result.upstream_took),
         "notes": result.notes,
         "variant_choice": None
         if result.variant_choice is None
         else {"by": "content", **asdict(result.variant_choice)},
     }
+
+
+def upstream_took_json(measured: UpstreamTook | None) -> dict[str, Any] | None:
+    """How much of a conflicting patch the target holds (engine/upstream_took.py), or None."""
+    if measured is None:
+        return None
+    return {
+        "appears": measured.appears,
+        "qualifier": measured.qualifier(),
+        "hunks_held": measured.held,
+        "hunks": len(measured.hunks),
+        "fuzz_applies": measured.fuzz_applies,
+        "per_hunk": [{**asdict(h), "held": h.held} for h in measured.hunks],
+    }
+
+
+def upstream_took_lines(measured: UpstreamTook | None) -> list[str]:
+    """The evidence under a conflict: what of it the target holds, per hunk, and the fuzz hint."""
+    if measured is None:
+        return []
+    added_present, added, removed_gone, removed = measured.lines()
+    said = measured.qualifier() or (
+        f"upstream holds {measured.held} of {len(measured.hunks)} hunks"
+    )
+    lines = []
+    if measured.appears or measured.held:
+        lines.append(
+            f"{said}: {added_present} of {added} added line(s) present, {removed_gone} of "
+            f"{removed} removed line(s) gone"
+        )
+    if measured.appears:
+        lines += [
+            f"  {h.file}: hunk #{h.hunk} {'held' if h.held else 'not held'} "
+            f"({h.added_present}/{h.added} added present, {h.removed_gone}/{h.removed} "
+            "removed gone)"
+            for h in measured.hunks
+        ]
+    if measured.fuzz_applies:
+        lines.append(
+            "hint: quilt's fuzz (GNU patch --fuzz=2) would apply it; patchkeeper never "
+            "writes with fuzz: check the place before you port it"
+        )
+    return lines
 
 
 def updater_backup_json(backup: UpdaterBackup) -> dict[str, Any]:
@@ -267,5 +311,6 @@ def patch_lines(
         if conflict.expected and not conflict.mismatches:
             lines.append(f"{more}  expected upstream lines (none found nearby):")
             lines += [f"{more}  | {line}" for line in conflict.expected]
+    lines += [f"{more}{line}" for line in upstream_took_lines(result.upstream_took)]
     lines += [f"{more}note: {note}" for note in result.notes]
     return [lines[0], *map(one_line, lines[1:])]
