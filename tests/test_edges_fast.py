@@ -115,7 +115,7 @@ def test_a_version_picks_the_one_variant_that_claims_it_and_refuses_two(seed: in
             None if rng.random() < 0.05 else _random_spec(rng) for _ in range(rng.randrange(1, 8))
         ]
         variants = [
-            SimpleNamespace(applies_to=spec, path=Path(f"fix/v{i}.patch"))
+            SimpleNamespace(applies_to=spec, path=Path(f"fix/v{i}.patch"), by_content=False)
             for i, spec in enumerate(specs)
         ]
         choose = VariantChoice(variants)  # type: ignore[arg-type]
@@ -128,17 +128,19 @@ def test_a_version_picks_the_one_variant_that_claims_it_and_refuses_two(seed: in
                     choose(version)
                 refused += 1
             else:
-                assert choose(version) is (variants[claims[0]] if claims else None)
+                assert choose(version) == ((variants[claims[0]],) if claims else ())
     assert refused  # random ranges overlap often: the refusal is tested too
 
 
 def test_thirty_disjoint_variants_meet_in_no_pair() -> None:
     specs = [SpecifierSet(f">=0.{k},<0.{k + 1}") for k in range(29)] + [SpecifierSet(">=1.0")]
     assert meeting_pairs([bounds(spec) for spec in specs]) == []
-    choose = VariantChoice([SimpleNamespace(applies_to=spec) for spec in specs])  # type: ignore[arg-type]
-    assert choose(Version("0.7.3")).applies_to == specs[7]  # type: ignore[union-attr]
-    assert choose(Version("1.4")).applies_to == specs[29]  # type: ignore[union-attr]
-    assert choose(Version("0.29.1")) is None
+    choose = VariantChoice([SimpleNamespace(applies_to=spec, by_content=False) for spec in specs])  # type: ignore[arg-type]
+    [at_073] = choose(Version("0.7.3"))  # variants chosen by content aside, one or none
+    assert at_073.applies_to == specs[7]
+    [at_14] = choose(Version("1.4"))
+    assert at_14.applies_to == specs[29]
+    assert choose(Version("0.29.1")) == ()
 
 
 # ---------------------------------------------------------------- refs by difference

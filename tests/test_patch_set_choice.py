@@ -114,8 +114,15 @@ def test_with_nothing_remembered_the_bundled_set_is_used(tmp_path: Path) -> None
     assert document["patch_set"] == (
         f"{bundled_patches()} (bundled: no --patches, no PATCHKEEPER_PATCHES, none remembered)"
     )
-    # No Hermes version file and no tag here: the bundled fixes are undecided, never green.
-    assert code == 5 and all(p["undecided"] for p in document["patches"])
+    # No Hermes version file and no tag here: never green. A fix whose variants are chosen by
+    # content is tried with each (none fits this tree: a conflict), the others are undecided.
+    by_content = {"adoption-retry"}
+    patches = {p["name"]: p for p in document["patches"]}
+    assert code == 3, document
+    for name in by_content:
+        assert patches[name]["outcome"] == "conflict"
+        assert patches[name]["variant_choice"]["version_known"] is False
+    assert all(p["undecided"] for n, p in patches.items() if n not in by_content)
 
 
 def test_record_refuses_the_bundled_set_an_install_remembers(tmp_path: Path) -> None:
