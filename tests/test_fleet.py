@@ -128,7 +128,7 @@ def _make_host(box: Sandbox, root: Path, name: str) -> Host:
 
 @pytest.fixture
 def fleet(sandbox: Sandbox, tmp_path: Path) -> Fleet:
-    """4 hosts at v0.21.3 with both patches applied; the playbook written out; an inventory."""
+    """4 hosts at v2026.9.14 with both patches applied; the playbook written out; an inventory."""
     box = quiet(sandbox)
     root = tmp_path / "fleet"
     hosts = tuple(_make_host(box, root, name) for name in HOSTS)
@@ -227,7 +227,7 @@ def rows_by_host(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_a_clean_rollout_updates_every_host(fleet: Fleet) -> None:
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     proc = play(fleet, patchkeeper_preview="origin/main")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     for host in fleet.hosts:
@@ -258,7 +258,7 @@ def reports_of(fleet: Fleet) -> dict[str, bytes]:
 
 
 def test_a_conflicting_canary_halts_the_rollout_with_the_rest_untouched(fleet: Fleet) -> None:
-    fleet.box.publish("v0.24.0")  # v0.24.0 reformats `_connect`: schema-once conflicts
+    fleet.box.publish("v2026.11.9")  # 0.24.0 reformats `_connect`: schema-once conflicts
     for host in fleet.hosts:  # check mode judges the ref as the host has it: fetch it first
         git(host.install, "fetch", "-q", "origin")
     before = {host.name: state(host) for host in fleet.hosts}
@@ -318,7 +318,7 @@ def hold_lock(host: Host) -> subprocess.Popen[str]:
 
 
 def test_a_busy_host_is_retried_then_halts_the_rest_and_a_rerun_resumes(fleet: Fleet) -> None:
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     h3, h4 = fleet.host("h3"), fleet.host("h4")
     before = {host.name: state(host) for host in (h3, h4)}
     holder = hold_lock(h3)
@@ -365,7 +365,7 @@ def test_a_busy_host_is_retried_then_halts_the_rest_and_a_rerun_resumes(fleet: F
 
 
 def test_the_smoke_step_proves_the_host_after_its_update(fleet: Fleet) -> None:
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     proc = play(fleet, "--limit", "h1", patchkeeper_smoke=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
     smoke = json.loads((fleet.reports / "h1" / "smoke.json").read_text())
@@ -462,7 +462,7 @@ def test_an_update_without_a_json_document_fails_the_canary_by_its_exit_status(
 ) -> None:
     """`--timeout 0` is a usage error that prints no document: exit 2 stands in, and the
     report brought back says so, with the last line patchkeeper wrote on stderr."""
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     proc = play(fleet, patchkeeper_timeout=0)
     assert proc.returncode == 2, proc.stdout[-4000:]
     assert "h1: exit 2 (update): " in proc.stdout and "'0'" in proc.stdout

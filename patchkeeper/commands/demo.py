@@ -56,8 +56,8 @@ class Narration:
             render_tree(report, step)
 
 
-START_TAG = "v0.21.2"  # before upstream's heartbeat fix and before #110192's ack wait
-NEXT_TAG = "v0.21.3"  # upstream's heartbeat fix is in; adoption-retry has its variant
+START_TAG = "v2026.9.11"  # before upstream's heartbeat fix and before #110192's ack wait
+NEXT_TAG = "v2026.9.14"  # upstream's heartbeat fix is in; adoption-retry has its variant
 
 
 def show_apply(tell: Narration, workspace: Workspace) -> None:

@@ -5,30 +5,39 @@ copied from upstream). Its hook points have the real upstream's names, signature
 layout, and the lines the bundled patches touch match the real files, so the sandbox runs
 the bundled Hermes patch set (`patches/`) unchanged:
 
-    upstream/            the first release (v0.21.2), file by file
+    upstream/            the first release (0.21.2), file by file
     releases/TAG.diff    every later release as a diff on the one before; the text above
                          the first `diff --git` line is the release's commit message
 
 Commits are made with plumbing in a bare repository (no work tree, no checkout), with fixed
-names and dates, so every build yields the same commit shas. The releases follow the real
-release history at the hook points, and what each does to the bundled patches:
+names and dates, so every build yields the same commit shas. Each release is tagged the way
+upstream tags them, by date (`RELEASE_TABLE` maps each tag to its version; the annotated
+tag's message names the version too). The releases follow the real release history at the
+hook points, and what each does to the bundled patches:
 
-    v0.21.2  like real 0.21.0-0.21.2: the launcher waits a hard-coded 5 s for the ack, does
+    0.21.2 (v2026.9.11)
+             like real 0.21.0-0.21.2: the launcher waits a hard-coded 5 s for the ack, does
              not import HANDOFF_ADOPTION_GRACE_SECONDS, and compares the argv list
              tools.process_registry returns: adoption-retry is not-applicable (Applies-To
              >=0.21.3); schema-once applies; the fire-claim heartbeat renews through the
              fire fence its run holds (before upstream PR #109310): heartbeat-fence applies
-    v0.21.3  like real 0.21.3 (PR #110192): the ack wait is the 30 s grace, the launcher reads
+    0.21.3 (v2026.9.14)
+             like real 0.21.3 (PR #110192): the ack wait is the 30 s grace, the launcher reads
              the dispatch mode: adoption-retry and schema-once apply; the heartbeat renews
              under the jobs lock only (PR #109310): heartbeat-fence is upstream-has-it from
              here on (scoped probe); the sandbox installs this release
-    v0.21.5  code moved down: both apply at an offset
-    v0.22.0  more code moved down: both apply at an offset
-    v0.22.1  upstream wires its own adopt_with_retry in the worker only (the launcher writes
+    0.21.5 (v2026.9.24)
+             code moved down: both apply at an offset
+    0.22.0 (v2026.10.1)
+             more code moved down: both apply at an offset
+    0.22.1 (v2026.10.8)
+             upstream wires its own adopt_with_retry in the worker only (the launcher writes
              no deadline): adoption-retry conflicts, never upstream-has-it
-    v0.23.0  the launcher writes the deadline too: adoption-retry is upstream-has-it (by
+    0.23.0 (v2026.10.26)
+             the launcher writes the deadline too: adoption-retry is upstream-has-it (by
              content, scoped probes); schema-once still applies
-    v0.24.0  `_connect` reformatted: schema-once conflicts
+    0.24.0 (v2026.11.9)
+             `_connect` reformatted: schema-once conflicts
 
 No release moves the worker out of cron/scheduler.py: upstream never did (the split module
 of that name is a fork's).
@@ -39,6 +48,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -49,20 +59,35 @@ from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.patchset.settings import CONFIG_NAME
 
-TAGS = ("v0.21.2", "v0.21.3", "v0.21.5", "v0.22.0", "v0.22.1", "v0.23.0", "v0.24.0")
-INSTALL_TAG = "v0.21.3"  # where a sandbox's install starts unless asked otherwise
-RELEASE_DATES = {  # commit and tag dates: part of what makes the shas reproducible
-    "v0.21.2": "2026-09-07T12:00:00+00:00",
-    "v0.21.3": "2026-09-14T12:00:00+00:00",
-    "v0.21.5": "2026-09-28T12:00:00+00:00",
-    "v0.22.0": "2026-10-12T12:00:00+00:00",
-    "v0.22.1": "2026-10-19T12:00:00+00:00",
-    "v0.23.0": "2026-10-26T12:00:00+00:00",
-    "v0.24.0": "2026-11-09T12:00:00+00:00",
-}
+
+@dataclass(frozen=True)
+class Release:
+    """One practice release: its tag (CalVer, as upstream names its releases), the version
+    it is, and its commit and tag date (part of what makes the shas reproducible)."""
+
+    tag: str
+    version: str
+    date: str
+
+
+# The one table of tag <-> version. The first four tags are upstream's own for the same
+# versions; the last two releases are fictional, dated in the same calendar.
+RELEASE_TABLE = (
+    Release("v2026.9.11", "0.21.2", "2026-09-11T12:00:00+00:00"),
+    Release("v2026.9.14", "0.21.3", "2026-09-14T12:00:00+00:00"),
+    Release("v2026.9.24", "0.21.5", "2026-09-24T12:00:00+00:00"),
+    Release("v2026.10.1", "0.22.0", "2026-10-01T12:00:00+00:00"),
+    Release("v2026.10.8", "0.22.1", "2026-10-08T12:00:00+00:00"),
+    Release("v2026.10.26", "0.23.0", "2026-10-26T12:00:00+00:00"),
+    Release("v2026.11.9", "0.24.0", "2026-11-09T12:00:00+00:00"),
+)
+TAGS = tuple(release.tag for release in RELEASE_TABLE)
+VERSIONS = {release.tag: release.version for release in RELEASE_TABLE}
+TAG_OF = {release.version: release.tag for release in RELEASE_TABLE}
+INSTALL_TAG = TAG_OF["0.21.3"]  # where a sandbox's install starts unless asked otherwise
 DATA = Path(__file__).resolve().parent
 UPSTREAM_TREE = DATA / "upstream"
-RELEASES = DATA / "releases"
+RELEASE_DIFFS = DATA / "releases"
 EXECUTABLES = frozenset({"hermes"})
 _SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc")
 _UPSTREAM = ("Hermes Practice Upstream", "upstream@sandbox.invalid")
@@ -88,10 +113,12 @@ class Sandbox:
     def config(self) -> Path:
         return self.patches / CONFIG_NAME
 
-    def publish(self, tag: str) -> None:
-        """Release TAG upstream: move origin's main to it (a later `hermes update` gets it)."""
-        _known_tag(tag)
+    def publish(self, release: str) -> str:
+        """Release RELEASE (a tag or its version) upstream: move origin's main to it, so a
+        later `hermes update` gets it. Returns the tag."""
+        tag = release_tag(release)
         _git(["update-ref", "refs/heads/main", f"refs/tags/{tag}^{{commit}}"], self.origin)
+        return tag
 
     def published(self) -> str | None:
         """The release origin's main is at (None: main is at no release tag)."""
@@ -130,6 +157,8 @@ class Sandbox:
             "[install]\n"
             f"path = {json.dumps(str(self.install))}\n"
             f"python = {json.dumps(sys.executable)}\n"
+            "# From 0.21.5 on the version is only in install-stamp.json: ask the install itself\n"
+            'version_command = ["./hermes", "version"]\n'
             'version_file = "hermes_cli/__init__.py"\n'
             "\n"
             "[update]\n"
@@ -150,18 +179,20 @@ def _layout(root: Path) -> Sandbox:
 
 
 def build_sandbox(root: Path, *, install_tag: str = INSTALL_TAG) -> Sandbox:
-    """Build a sandbox in ROOT (new or empty); the install starts at INSTALL_TAG.
+    """Build a sandbox in ROOT (new or empty); the install starts at INSTALL_TAG (a tag or
+    its version).
 
     Needs no network: origin is a local bare repository, cloned over file://.
     """
-    _known_tag(install_tag)
+    release_tag(install_tag)
     if root.exists() and any(root.iterdir()):
         raise UserError(f"{root}: not empty; a sandbox needs an empty or new folder")
     sandbox = _layout(root)
     sandbox.root.mkdir(parents=True, exist_ok=True)
     _build_origin(sandbox.origin)
-    sandbox.publish(install_tag)
+    tag = sandbox.publish(install_tag)
     _clone_install(sandbox)
+    _stamp_install(sandbox, VERSIONS[tag])
     sandbox.home.mkdir()
     shutil.copytree(bundled_patches(), sandbox.patches, ignore=_SKIPPED)
     sandbox.write_config()
@@ -182,9 +213,14 @@ def open_copied_sandbox(root: Path) -> Sandbox:
     return sandbox
 
 
-def _known_tag(tag: str) -> None:
-    if tag not in TAGS:
-        raise UserError(f"{tag!r} is not a sandbox release; choose one of {', '.join(TAGS)}")
+def release_tag(name: str) -> str:
+    """The tag of the practice release NAME: a tag (`v2026.9.14`) or a version (`0.21.3`)."""
+    if name in VERSIONS:
+        return name
+    if name in TAG_OF:
+        return TAG_OF[name]
+    choices = ", ".join(f"{r.tag} ({r.version})" for r in RELEASE_TABLE)
+    raise UserError(f"{name!r} is not a sandbox release; choose one of {choices}")
 
 
 def _git(
@@ -209,17 +245,19 @@ def _build_origin(origin: Path) -> None:
     parent = None
     with tempfile.TemporaryDirectory(prefix="sandbox-index-") as scratch:
         index = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        for tag in TAGS:
-            env = {**index, **_identity(_UPSTREAM, RELEASE_DATES[tag])}
+        for release in RELEASE_TABLE:
+            env = {**index, **_identity(_UPSTREAM, release.date)}
             if parent is None:
                 _stage_tree(origin, UPSTREAM_TREE, env)
-                message = f"Hermes Agent {tag}\n"
+                message = f"Hermes Agent {release.version}\n"
             else:
-                message = _stage_release(origin, RELEASES / f"{tag}.diff", env)
+                message = _stage_release(origin, RELEASE_DIFFS / f"{release.tag}.diff", env)
             tree = _git(["write-tree"], origin, env=env)
             parents = ["-p", parent] if parent else []
             commit = _git(["commit-tree", tree, *parents], origin, env=env, stdin=message.encode())
-            _git(["tag", "-a", "-m", f"Hermes Agent {tag}", tag, commit], origin, env=env)
+            # The tag's message names the version: the practice updater reads it from there
+            tag_message = f"Hermes Agent {release.version}"
+            _git(["tag", "-a", "-m", tag_message, release.tag, commit], origin, env=env)
             parent = commit
 
 
@@ -260,3 +298,10 @@ def _clone_install(sandbox: Sandbox) -> None:
     name, email = OPERATOR
     _git(["config", "user.name", name], sandbox.install)
     _git(["config", "user.email", email], sandbox.install)
+
+
+def _stamp_install(sandbox: Sandbox, version: str) -> None:
+    """Write install-stamp.json as upstream's installer does, with the install's own writer:
+    from 0.21.5 on it is the only place the install's version is written."""
+    command = [sys.executable, "-m", "hermes_cli.install_stamp", "--base-version", version]
+    subprocess.run(command, cwd=sandbox.install, check=True, capture_output=True)
