@@ -128,7 +128,9 @@ def test_github_format_annotates_the_failing_hunk_and_writes_a_summary(
     hunk = next(n for n, line in enumerate(patch_lines, 1) if line.startswith("@@"))
     assert errors[2].startswith(f"::error file=patches/schema-once.patch,line={hunk},title=")
     message = errors[2].split("::", 2)[2]
-    assert message.startswith("schema-once does not apply on v2026.11.9: cron/executions.py: hunk #1")
+    assert message.startswith(
+        "schema-once does not apply on v2026.11.9: cron/executions.py: hunk #1"
+    )
     assert "%0Aline 47: expected" in message and "\n" not in message
     notices = [line for line in proc.stdout.splitlines() if line.startswith("::notice ")]
     assert len(notices) == 2

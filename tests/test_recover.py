@@ -246,7 +246,9 @@ def test_a_helper_left_in_the_updaters_group_does_not_keep_recover_busy(
         (note,) = [a for a in doc["actions"] if f"process group {pgid}" in a]
         assert f"pids {helper}" in note and "still run" in note
         assert process_start_time(helper) is not None  # named, left alone
-        assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v2026.10.1^{}")
+        assert git(box.install, "rev-parse", "HEAD") == git(
+            box.origin, "rev-parse", "v2026.10.1^{}"
+        )
         assert all_edits_present(box)
         assert set(assert_truthful_status(box).values()) == {"present"}
     finally:

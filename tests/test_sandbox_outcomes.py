@@ -252,7 +252,9 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
 
     sandbox.fetch_tags()
     junit = tmp_path / "patchkeeper.xml"
-    code, _ = pk(sandbox, "check", "--ref", "v2026.11.9", "--ref", "v2026.10.26", "--junit", str(junit))
+    code, _ = pk(
+        sandbox, "check", "--ref", "v2026.11.9", "--ref", "v2026.10.26", "--junit", str(junit)
+    )
     assert code == 3
     suites = ET.parse(junit).getroot().findall("testsuite")
     assert [(s.get("tests"), s.get("failures"), s.get("skipped")) for s in suites] == [

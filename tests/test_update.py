@@ -322,7 +322,13 @@ def test_preview_stops_before_touching_anything_unless_forced(box: Sandbox) -> N
     assert doc["update_done"] is False and "preview" in doc["not_done"]
     [line] = [a for a in doc["attention"] if a.startswith("schema-once would not apply")]
     forced = line.rsplit("update anyway: ", 1)[1]
-    assert shlex.split(forced)[:5] == ["patchkeeper", "update", "--preview", "v2026.11.9", "--force"]
+    assert shlex.split(forced)[:5] == [
+        "patchkeeper",
+        "update",
+        "--preview",
+        "v2026.11.9",
+        "--force",
+    ]
 
     code, doc = pk_json(box, "update", "--preview", "v2026.11.9", "--force")
     assert code == 3 and doc["upstream"]["exit_status"] == 0
@@ -435,7 +441,7 @@ def test_the_version_after_is_read_with_the_patches_back(box: Sandbox) -> None:
     created = "cron/ledger_schema_once.py"
     script = (
         "v=$(sed -n 's/^__version__ = \"\\(.*\\)\"$/\\1/p' hermes_cli/__init__.py); "
-        f"if [ -e {created} ]; then echo \"$v+local\"; else echo \"$v\"; fi"
+        f'if [ -e {created} ]; then echo "$v+local"; else echo "$v"; fi'
     )
     text = box.config.read_text()
     box.config.write_text(text.replace(

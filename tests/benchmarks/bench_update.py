@@ -94,7 +94,9 @@ def main() -> None:
     pairs = list(zip(times["wrapped"], times["bare"], strict=True))
     added = statistics.median(w - b for w, b in pairs)
     ratio = statistics.median(w / b for w, b in pairs)
-    print(f"sandbox v2026.9.24 -> v2026.10.1, 2 patches + 1 user edit, {runs} paired runs (medians)")
+    print(
+        f"sandbox v2026.9.24 -> v2026.10.1, 2 patches + 1 user edit, {runs} paired runs (medians)"
+    )
     print(f"bare ./hermes update --yes            {bare * 1000:8.1f} ms")
     print(f"patchkeeper update (whole process)    {wrapped * 1000:8.1f} ms")
     print(f"  added on top of the bare command    {added * 1000:8.1f} ms (paired)")
