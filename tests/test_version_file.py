@@ -117,11 +117,7 @@ def test_a_named_group_and_a_pattern_of_ones_own(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("file_text", "reason"),
     [
-        (
-            "VERSION = 1\n",
-            "hermes_cli/__init__.py: no match for version_pattern "
-            + repr(r"""__version__\s*=\s*["']([^"']+)["']"""),
-        ),
+        ("VERSION = 1\n", "hermes_cli/__init__.py: no __version__ literal"),
         (init("next"), "hermes_cli/__init__.py: 'next' is not a PEP 440 version"),
         (None, "hermes_cli/__init__.py: no such file"),
     ],
@@ -135,7 +131,8 @@ def test_no_version_in_the_file_falls_back_to_describe_and_says_why(
     patches = patch_set(tmp_path / "ps", repo)
     info = install_version(open_install(repo), load_settings(patches))
     assert (str(info.version), info.source) == ("0.21.2", "describe")
-    assert info.text == f"{reason}; v0.21.2"
+    assert info.text == f"{reason}; git describe: v0.21.2"
+    assert (info.tried, info.answered) == ((reason,), "git describe: v0.21.2")
 
 
 def test_an_unknown_version_names_every_reason(tmp_path: Path) -> None:
@@ -143,7 +140,8 @@ def test_an_unknown_version_names_every_reason(tmp_path: Path) -> None:
     proc = run_cli("status", "--install", repo, "--patches", patch_set(tmp_path / "ps", repo))
     assert proc.returncode == 5
     assert (
-        "version  unknown (hermes_cli/__init__.py: no such file; no version tag reachable"
+        "version  unknown (hermes_cli/__init__.py: no such file; git describe: no release tag "
+        "reachable"
         in proc.stdout
     )
 

@@ -139,9 +139,10 @@ def command(
     if fetch_remote is not None:
         checking.fetch(repo, fetch_remote)
     chosen = list(dict.fromkeys(refs))
+    unknown: list[str] = []
     if tag_globs or since is not None:
-        scheme = workspace.settings.version_scheme
-        tags = checking.select_tags(repo, tag_globs, since, scheme)
+        selection = checking.select_tags(repo, tag_globs, since, workspace.settings.tags)
+        tags, unknown = selection.tags, selection.unknown
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
             floor = f", version >= {since}" if since is not None else ""
@@ -156,7 +157,7 @@ def command(
             repo,
             workspace.patch_set,
             chosen,
-            workspace.settings.version_file,
+            workspace.settings,
             progress=lambda done, total, ref: meter.update(done, ref),
         )
     finally:
@@ -170,7 +171,7 @@ def command(
         write_junit(reports, junit_path)
     label = workspace.patch_set_label
     if output == "json":
-        _emit_json(reports, code, label, tag_globs, since, fetch_remote)
+        _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown)
     elif output == "junit":
         from patchkeeper.report.junit import junit_xml
 
@@ -180,11 +181,21 @@ def command(
         _emit_github(reports, workspace.patch_set, label)
     else:
         render_table(reports)
+        _say_versions(reports, unknown if since is not None else [], workspace.settings.tags)
         click.echo(f"patch set: {label}")
     return code
 
 
-def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  # type: ignore[no-untyped-def]
+def _say_versions(reports, left_out, names) -> None:  # type: ignore[no-untyped-def]
+    """Where each ref's version came from, and the tags --since left out because their
+    release is unknown (a CalVer name is never taken for a release number)."""
+    for r in reports:
+        click.echo(f"version of {r.ref}: {r.version.said()}")
+    for tag in left_out:
+        click.echo(f"not judged: {names.unknown_reason(tag)}")
+
+
+def _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown) -> None:  # type: ignore[no-untyped-def]
     from patchkeeper.report.render import emit_json, patch_json
 
     emit_json(
@@ -195,12 +206,13 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote) -> None:  #
             "tags": list(tag_globs),
             "since": str(since) if since is not None else None,
             "fetched": fetch_remote,
+            "unknown_release": unknown,
         },
         targets=(  # written one by one as they come (see emit_json)
             {
                 "ref": r.ref,
                 "commit": r.commit,
-                "version": str(r.version.version) if r.version.version else None,
+                **r.version.as_json(),
                 "patches": [patch_json(p) for p in r.results],
             }
             for r in reports

@@ -160,7 +160,7 @@ def command(directory: Path | None, as_json: bool) -> int:
 
     sandbox.fetch_tags()
     tell.say("4. check against every upstream release, without touching the install")
-    reports = check_refs(install.path, patch_set, TAGS, settings.version_file)
+    reports = check_refs(install.path, patch_set, TAGS, settings)
     if as_json:
         results = [result for report in reports for result in report.results]
         tell.steps.append(

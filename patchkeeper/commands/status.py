@@ -23,7 +23,7 @@ from patchkeeper.update.context import UpdateOptions, retry_command
 def render_tree(report: TreeReport, title: str) -> None:
     click.echo(f"{title}")
     click.echo(f"  install  {report.install.path}")
-    click.echo(f"  version  {report.version}")
+    click.echo(f"  version  {report.version.said()}")
     click.echo(f"  HEAD     {report.head or '(none)'}")
     if report.patch_set:
         click.echo(f"  set      {report.patch_set}")
@@ -38,12 +38,7 @@ def render_tree(report: TreeReport, title: str) -> None:
 
 
 def install_json(install: Install, version: VersionInfo, head: str | None) -> dict:
-    return {
-        "path": str(install.path),
-        "version": str(version.version) if version.version else None,
-        "version_source": version.source,
-        "head": head,
-    }
+    return {"path": str(install.path), **version.as_json(), "head": head}
 
 
 def tree_json(report: TreeReport) -> dict:

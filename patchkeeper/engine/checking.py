@@ -14,30 +14,24 @@ import fnmatch
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.version import Version
 
 from patchkeeper.engine.classify import classify
 from patchkeeper.engine.memo import TrialMemo
-from patchkeeper.engine.ref_content import read_blobs, upstream_has_contents
+from patchkeeper.engine.ref_content import upstream_has_contents
 from patchkeeper.install import git
 from patchkeeper.install.meanwhile import meanwhile
 from patchkeeper.install.scratch import TreeListings
-from patchkeeper.install.version import version_of_ref
+from patchkeeper.install.version_chain import ref_versions
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchSet, spec_contains
-from patchkeeper.patchset.versions import (
-    PEP440,
-    VersionFile,
-    VersionInfo,
-    VersionScheme,
-    describe_to_version,
-    fallen_back,
-    tag_to_version,
-)
+from patchkeeper.patchset.settings import Settings
+from patchkeeper.patchset.version_sources import NAMES_ARE_VERSIONS, DescribeSource, TagNames
+from patchkeeper.patchset.versions import VersionInfo
 
 
 @dataclass(frozen=True)
@@ -54,12 +48,22 @@ class RefReport:
 # ---------------------------------------------------------------- which refs
 
 
+@dataclass(frozen=True)
+class TagSelection:
+    """The tags `--tags`/`--since` chose, in release order, and those matching the globs whose
+    release is unknown (left out by --since: never sorted by a CalVer name)."""
+
+    tags: list[str]
+    unknown: list[str]
+
+
 def select_tags(
-    repo: Path, globs: Sequence[str], since: Version | None, scheme: VersionScheme = PEP440
-) -> list[str]:
+    repo: Path, globs: Sequence[str], since: Version | None, names: TagNames = NAMES_ARE_VERSIONS
+) -> TagSelection:
     """The tags matching any of GLOBS (fnmatch: `*` matches any text, `/` included; no
-    globs: every tag) that name a commit, keeping with SINCE only those whose name is a
-    version >= SINCE. Ordered by version (tags that are no version last, by name)."""
+    globs: every tag) that name a commit, keeping with SINCE only those whose release (NAMES:
+    `[tags]`, else the name) is >= SINCE. Ordered by release (tags of unknown release last,
+    by name)."""
     listing = git.out(
         ["for-each-ref", "--format=%(objecttype) %(*objecttype) %(refname:strip=2)", "refs/tags/"],
         repo,
@@ -71,10 +75,12 @@ def select_tags(
             continue  # a tag of a tree or a blob: no release to check
         if not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs):
             tags.append(name)
-    versions = {tag: tag_to_version(tag, scheme) for tag in tags}
+    versions = {tag: names.version(tag) for tag in tags}
+    unknown = sorted(t for t in tags if versions[t] is None)
     if since is not None:
         tags = [t for t in tags if (v := versions[t]) is not None and v >= since]
-    return sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
+    ordered = sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
+    return TagSelection(ordered, unknown)
 
 
 def fetch(repo: Path, remote: str, timeout: float = 300.0) -> None:
@@ -116,58 +122,6 @@ def resolve(repo: Path, refs: Sequence[str]) -> tuple[list[str], list[str]]:
     return commits, trees
 
 
-def versions_of(
-    repo: Path,
-    commits: Sequence[str],
-    version_file: VersionFile | None,
-    scheme: VersionScheme = PEP440,
-    described: Callable[[], list[VersionInfo]] | None = None,
-) -> list[VersionInfo]:
-    """Each commit's version, as `version_of_ref` gives it, in one or two git processes.
-    DESCRIBED: describe's answer for every commit, asked already (no version file)."""
-    if described is not None:
-        return described()
-    infos: list[VersionInfo | None] = [None] * len(commits)
-    reasons: list[list[str]] = [[] for _ in commits]
-    if version_file is not None:
-        blobs = read_blobs(repo, [(commit, version_file.path) for commit in commits])
-        for i, commit in enumerate(commits):
-            blob = blobs.get((commit, version_file.path))
-            if blob is None:
-                text = f"{version_file.path}: no such file in {commit}"
-                info = VersionInfo(None, text, "unknown")
-            else:
-                info = version_file.read(blob)
-            if info.version is not None:
-                infos[i] = info
-            else:
-                reasons[i] = [info.text]
-    wanted = [i for i, info in enumerate(infos) if info is None]
-    if wanted:
-        described = _describe_all(repo, [commits[i] for i in wanted], scheme)
-        for i, info in zip(wanted, described, strict=True):
-            infos[i] = fallen_back(info, reasons[i]) if reasons[i] else info
-    return [info for info in infos if info is not None]
-
-
-def _describe_all(
-    repo: Path, commits: Sequence[str], scheme: VersionScheme
-) -> list[VersionInfo]:
-    """`git describe` of every commit (or ref) in one process; when it cannot name one, one by
-    one."""
-    args = ["describe", "--tags", "--match", "v[0-9]*", "--end-of-options", *commits]
-    proc = git.run(args, repo, check=False)
-    lines = proc.stdout.decode().splitlines()
-    if proc.returncode == 0 and len(lines) == len(commits):
-        versions = [describe_to_version(line, scheme) for line in lines]
-        if all(versions):
-            return [
-                VersionInfo(version, line.strip(), "describe")
-                for version, line in zip(versions, lines, strict=True)
-            ]
-    return [version_of_ref(repo, commit, scheme=scheme) for commit in commits]
-
-
 # ---------------------------------------------------------------- checking
 
 
@@ -175,22 +129,27 @@ def check_refs(
     repo: Path,
     patch_set: PatchSet,
     refs: Sequence[str],
-    version_file: VersionFile | None = None,
+    settings: Settings | None = None,
     *,
     progress: Callable[[int, int, str], None] | None = None,
     reuse: bool = True,
     batch: bool | None = None,
 ) -> list[RefReport]:
-    """How every patch fares on each of REFS; each ref's version from VERSION_FILE's blob
-    there, else describe. PROGRESS(done, total, ref) is called after each ref. REUSE and
-    BATCH off: every patch tried alone on every ref (the same results, slower)."""
+    """How every patch fares on each of REFS; each ref's version from SETTINGS' version
+    sources at that ref (install/version_chain.py; no settings: describe). PROGRESS(done,
+    total, ref) is called after each ref. REUSE and BATCH off: every patch tried alone on
+    every ref (the same results, slower)."""
     refs = list(refs)
     if not refs:
         return []
-    # Without a version file each ref's version is git describe's: asked beside the lookup.
-    described = None if version_file else meanwhile(_describe_all, repo, refs, patch_set.scheme)
+    if settings is None:
+        settings = Settings(None, repo, version_scheme=patch_set.scheme)
+        settings = replace(settings, tags=TagNames(None, patch_set.scheme))
+    # A chain of describe alone reads refs, not files: asked beside the lookup.
+    only_describe = all(isinstance(s, DescribeSource) for s in settings.version_sources)
+    described = meanwhile(ref_versions, repo, refs, settings) if only_describe else None
     commits, trees = resolve(repo, refs)
-    versions = versions_of(repo, commits, version_file, patch_set.scheme, described)
+    versions = described() if described else ref_versions(repo, commits, settings)
     variants = [v for p in patch_set.patches for v in p.variants]
     has = upstream_has_contents(repo, commits, variants)
     memo = TrialMemo() if reuse else None
@@ -249,7 +208,7 @@ def same_choices(patch_set: PatchSet, one: Version | None, other: Version | None
 
 
 def check_ref(
-    repo: Path, patch_set: PatchSet, ref: str, version_file: VersionFile | None = None
+    repo: Path, patch_set: PatchSet, ref: str, settings: Settings | None = None
 ) -> RefReport:
     """How every patch fares on REF (see check_refs)."""
-    return check_refs(repo, patch_set, [ref], version_file)[0]
+    return check_refs(repo, patch_set, [ref], settings)[0]

@@ -6,14 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install import git
-from patchkeeper.install.version import (
-    describe_version,
-    version_from_command,
-    version_from_worktree,
-)
+from patchkeeper.install.version_chain import worktree_version
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.settings import Settings
-from patchkeeper.patchset.versions import VersionInfo, fallen_back
+from patchkeeper.patchset.versions import VersionInfo
 
 STATE_DIR_NAME = "patchkeeper"
 
@@ -89,19 +85,6 @@ def refuse_if_busy_with_git(install: Install) -> None:
 
 
 def install_version(install: Install, settings: Settings) -> VersionInfo:
-    """The version that runs: `version_command`, then `version_file` in the work tree, then
-    git describe on HEAD; the first to give a PEP 440 version wins, and its text says why the
-    ones before it gave none."""
-    reasons: list[str] = []
-    if settings.version_command:
-        scheme = settings.version_scheme
-        info = version_from_command(install.path, settings.version_command, scheme=scheme)
-        if info.version is not None:
-            return info
-        reasons.append(info.text)
-    if settings.version_file is not None:
-        info = version_from_worktree(install.path, settings.version_file)
-        if info.version is not None:
-            return info
-        reasons.append(info.text)
-    return fallen_back(describe_version(install.path, "HEAD", settings.version_scheme), reasons)
+    """The version that runs: the patch set's version sources asked in the work tree, the
+    first to answer wins (install/version_chain.py)."""
+    return worktree_version(install.path, settings)

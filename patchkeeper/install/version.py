@@ -1,71 +1,62 @@
-"""Read an install's version: from its own version command, from a file of its source
-(`[install] version_file`), or from `git describe`; and learn the remote's release tags.
+"""Run what reads a version: `git describe` (tags read as `[tags]` says), the upstream's own
+version command; and learn the remote's release tags. Which source is asked, in what order,
+and what a file or stamp says is install/version_chain.py's.
 
-A file is what a real install can always answer: release installs are shallow, fetched with
-`--no-tags`, so describe often has no tag to name, and where it has one it may be a CalVer tag
-(`v2026.7.20`) that sorts above every SemVer release. Describe comes last for that reason.
-How a version is written and compared (the schemes) is the patch set's: patchset/versions.py.
+Describe comes last in a real chain: release installs are shallow, fetched with `--no-tags`,
+so describe often has no tag to name, and where it has one it may be a CalVer tag
+(`v2026.9.24`) that only `[tags]` turns into its release.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from patchkeeper.install import git
-from patchkeeper.patchset.versions import (
-    PEP440,
-    VersionFile,
-    VersionInfo,
-    VersionScheme,
-    describe_to_version,
-    fallen_back,
-)
+from patchkeeper.patchset.version_sources import NAMES_ARE_VERSIONS, DescribeSource, TagNames
+from patchkeeper.patchset.versions import PEP440, VersionInfo, VersionScheme, describe_parts
+
+_DESCRIBE = DescribeSource()
+MAX_COMMAND_OUTPUT = 4096  # bytes of a version command's output kept
 
 
-def version_from_worktree(repo: Path, version_file: VersionFile) -> VersionInfo:
-    """The version VERSION_FILE states in REPO's work tree (what runs, edits included)."""
-    try:
-        content = (repo / version_file.path).read_bytes()
-    except FileNotFoundError:
-        return VersionInfo(None, f"{version_file.path}: no such file", "unknown")
-    except OSError as exc:
-        reason = f"cannot read ({exc.strerror or exc})"
-        return VersionInfo(None, f"{version_file.path}: {reason}", "unknown")
-    return version_file.read(content)
-
-
-def version_from_blob(repo: Path, ref: str, version_file: VersionFile) -> VersionInfo:
-    """The version VERSION_FILE states in REF's committed content (no checkout)."""
-    proc = git.run(["cat-file", "blob", f"{ref}:{version_file.path}"], repo, check=False)
-    if proc.returncode != 0:
-        return VersionInfo(None, f"{version_file.path}: no such file in {ref}", "unknown")
-    return version_file.read(proc.stdout)
-
-
-def version_of_ref(
-    repo: Path, ref: str, version_file: VersionFile | None = None, scheme: VersionScheme = PEP440
+def describe_version(
+    repo: Path, ref: str, tags: TagNames = NAMES_ARE_VERSIONS, source: DescribeSource = _DESCRIBE
 ) -> VersionInfo:
-    """REF's version: what VERSION_FILE states in REF when it states one, else git describe."""
-    if version_file is None:
-        return describe_version(repo, ref, scheme)
-    info = version_from_blob(repo, ref, version_file)
-    if info.version is not None:
-        return info
-    return fallen_back(describe_version(repo, ref, scheme), [info.text])
-
-
-def describe_version(repo: Path, ref: str, scheme: VersionScheme = PEP440) -> VersionInfo:
-    args = ["describe", "--tags", "--match", "v[0-9]*", "--end-of-options", ref]
+    """REF's version as `git describe` names it, its tag read through TAGS."""
+    args = ["describe", "--tags", *tags.describe_matches(source), "--end-of-options", ref]
     proc = git.run(args, repo, check=False)
-    described = proc.stdout.decode().strip()
-    if proc.returncode == 0 and (version := describe_to_version(described, scheme)):
-        return VersionInfo(version, described, "describe")
-    reason = described or "no version tag reachable (shallow clone without tags?)"
-    return VersionInfo(None, reason, "unknown")
+    described = proc.stdout.decode(errors="replace").strip()
+    return _described_info(described if proc.returncode == 0 else "", tags)
+
+
+def describe_all(
+    repo: Path, refs: Sequence[str], tags: TagNames, source: DescribeSource = _DESCRIBE
+) -> list[VersionInfo]:
+    """`git describe` of every ref in one process; when it cannot name one, one by one."""
+    args = ["describe", "--tags", *tags.describe_matches(source), "--end-of-options", *refs]
+    proc = git.run(args, repo, check=False)
+    lines = proc.stdout.decode(errors="replace").splitlines()
+    if proc.returncode == 0 and len(lines) == len(refs):
+        infos = [_described_info(line.strip(), tags) for line in lines]
+        if all(info.version is not None for info in infos):
+            return infos
+    return [describe_version(repo, ref, tags, source) for ref in refs]
+
+
+def _described_info(described: str, tags: TagNames) -> VersionInfo:
+    if not described:
+        why = "no release tag reachable (a shallow clone without tags?)"
+        return VersionInfo(None, f"git describe: {why}", "unknown")
+    if (version := tags.described(described)) is not None:
+        return VersionInfo(version, f"git describe: {described}", "describe")
+    parts = describe_parts(described)
+    tag = parts[0] if parts else described
+    return VersionInfo(None, f"git describe: {described}: {tags.unknown_reason(tag)}", "unknown")
 
 
 def version_from_command(
-    repo: Path, command: tuple[str, ...], timeout: float = 30.0, scheme: VersionScheme = PEP440
+    repo: Path, command: Sequence[str], timeout: float = 30.0, scheme: VersionScheme = PEP440
 ) -> VersionInfo:
     """The upstream's own version logic, e.g. Hermes' `hermes_cli/version_info.py`.
 
@@ -75,11 +66,16 @@ def version_from_command(
     from patchkeeper.install.processes import run_in_group  # only for a [install] version_command
 
     output: list[bytes] = []
+
+    def keep(chunk: bytes) -> None:  # a version is a line: a command that floods is cut off
+        if sum(map(len, output)) < MAX_COMMAND_OUTPUT:
+            output.append(chunk)
+
     done = run_in_group(
         command,
         repo,
         timeout=timeout,
-        on_stdout=output.append,
+        on_stdout=keep,
         on_stderr=lambda _line: None,
         end_group=True,
     )
@@ -87,9 +83,9 @@ def version_from_command(
         return VersionInfo(None, f"version command failed: {done.start_error}", "unknown")
     if done.timed_out:
         return VersionInfo(None, f"version command timed out after {timeout:g} s", "unknown")
-    text = b"".join(output).decode(errors="replace").strip()
+    text = b"".join(output)[:MAX_COMMAND_OUTPUT].decode(errors="replace").strip()
     if done.exit_status == 0 and (version := scheme.parse(text)) is not None:
-        return VersionInfo(version, text, "command")
+        return VersionInfo(version, f"version command: {text}", "command")
     return VersionInfo(None, f"version command exited {done.exit_status}: {text!r}", "unknown")
 
 

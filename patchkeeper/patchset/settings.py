@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,15 +13,15 @@ from patchkeeper.patchset.userfiles import (
     MAX_SMALL_FILE_BYTES,
     SMOKE_NAME_RE,
     read_user_file,
-    unsafe_file,
 )
-from patchkeeper.patchset.versions import (
-    DEFAULT_VERSION_PATTERN,
-    PEP440,
-    SCHEMES,
-    VersionFile,
-    VersionScheme,
+from patchkeeper.patchset.version_settings import tag_names, version_sources
+from patchkeeper.patchset.version_sources import (
+    NAMES_ARE_VERSIONS,
+    DescribeSource,
+    TagNames,
+    VersionSource,
 )
+from patchkeeper.patchset.versions import PEP440, SCHEMES, VersionScheme
 
 CONFIG_NAME = "patchkeeper.toml"
 DEFAULT_INSTALL = "~/.hermes/hermes-agent"
@@ -36,10 +35,12 @@ _KNOWN: dict[str, set[str]] = {
         "version_file",
         "version_pattern",
         "version_scheme",
+        "version_source",
     },
     "update": {"command", "timeout", "post_apply"},
     "smoke": {"checks", "timeout"},
     "patches": {"allow_outside_symlinks"},
+    "tags": set(),  # any tag name: version_settings.tag_names checks them
 }
 
 
@@ -51,8 +52,8 @@ class Settings:
     source: Path | None
     install_path: Path
     python: str | None = None
-    version_command: tuple[str, ...] = ()
-    version_file: VersionFile | None = None
+    # where the version is read, the first that answers wins (install/version_chain.py)
+    version_sources: tuple[VersionSource, ...] = (DescribeSource(),)
     update_command: tuple[str, ...] = DEFAULT_UPDATE_COMMAND
     update_timeout: float | None = None
     post_apply: tuple[tuple[str, ...], ...] = ()
@@ -60,6 +61,7 @@ class Settings:
     smoke_timeout: float = 120.0
     allow_outside_symlinks: bool = False  # may a patch write a symlink out of the install?
     version_scheme: VersionScheme = PEP440  # how the project writes versions (versions.py)
+    tags: TagNames = NAMES_ARE_VERSIONS  # which release each tag is ([tags])
 
 
 def _str_list(path: Path, key: str, value: Any, *, allow_empty: bool = True) -> tuple[str, ...]:
@@ -83,33 +85,6 @@ def _version_scheme(path: Path, install: dict[str, Any]) -> VersionScheme:
         known = ", ".join(repr(n) for n in SCHEMES)
         raise UserError(f"{path}: install.version_scheme must be one of {known}, not {name!r}")
     return SCHEMES[name]
-
-
-def _version_file(
-    path: Path, install: dict[str, Any], scheme: VersionScheme = PEP440
-) -> VersionFile | None:
-    """`version_file` and `version_pattern`, checked now: a bad pattern is the user's to fix,
-    not a version that silently comes out unknown later."""
-    for key in ("version_file", "version_pattern"):
-        if key in install and not isinstance(install[key], str):
-            raise UserError(f"{path}: install.{key} must be a string")
-    if "version_file" not in install:
-        if "version_pattern" in install:
-            raise UserError(f"{path}: install.version_pattern needs install.version_file")
-        return None
-    target = install["version_file"]
-    if unsafe := unsafe_file(target):
-        raise UserError(f"{path}: install.version_file {target!r}: {unsafe}")
-    try:
-        pattern = re.compile(install.get("version_pattern", DEFAULT_VERSION_PATTERN), re.MULTILINE)
-    except re.error as exc:
-        raise UserError(f"{path}: install.version_pattern is not a valid regex: {exc}") from None
-    if pattern.groups != 1 and "version" not in pattern.groupindex:
-        raise UserError(
-            f"{path}: install.version_pattern needs exactly one capture group, or one named "
-            f"'version' (it has {pattern.groups})"
-        )
-    return VersionFile(target, pattern, scheme)
 
 
 def _resolve(base: Path, value: str) -> Path:
@@ -138,7 +113,7 @@ def load_settings(patch_dir: Path) -> Settings:
     for section, body in data.items():
         if section not in _KNOWN or not isinstance(body, dict):
             raise UserError(f"{path}: unknown section [{section}]")
-        unknown = sorted(set(body) - _KNOWN[section])
+        unknown = sorted(set(body) - _KNOWN[section]) if section != "tags" else []
         if unknown:
             raise UserError(f"{path}: unknown key {unknown[0]!r} in [{section}]")
     install = data.get("install", {})
@@ -158,10 +133,7 @@ def load_settings(patch_dir: Path) -> Settings:
         source=path,
         install_path=_resolve(patch_dir, install.get("path", DEFAULT_INSTALL)),
         python=install.get("python"),
-        version_command=_str_list(
-            path, "install.version_command", install.get("version_command", [])
-        ),
-        version_file=_version_file(path, install, scheme),
+        version_sources=version_sources(path, install, scheme),
         update_command=_str_list(
             path,
             "update.command",
@@ -178,6 +150,7 @@ def load_settings(patch_dir: Path) -> Settings:
         smoke_timeout=_seconds(path, "smoke.timeout", smoke.get("timeout", 120.0)),
         allow_outside_symlinks=links,
         version_scheme=scheme,
+        tags=tag_names(path, data, scheme),
     )
 
 

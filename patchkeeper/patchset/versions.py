@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 
 from packaging.version import InvalidVersion, Version
 
+from patchkeeper.patchset.bounded_regex import SEARCH_SECONDS, RegexTimeout, search_within
+
 _DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
 _CANARY_RE = re.compile(r"^(?P<base>\d+(?:\.\d+)*)-canary\.(?P<stamp>\d+)$")
 DEFAULT_VERSION_PATTERN = r"""__version__\s*=\s*["']([^"']+)["']"""
@@ -121,14 +123,34 @@ SCHEMES = {
 
 @dataclass(frozen=True)
 class VersionInfo:
-    """A version as read from an install or a ref, and where it was read."""
+    """A version as read from an install or a ref, and where it was read. TEXT: why the
+    sources tried first gave none (TRIED), then what the one that answered read (ANSWERED)."""
 
     version: Version | None
     text: str  # what was read, for the report, after why earlier sources gave none
-    source: str  # "command", "file", "describe" or "unknown"
+    source: str  # "json", "file", "command", "describe" or "unknown"
+    tried: tuple[str, ...] = ()  # why each source that did not answer gave no version
+    answered: str | None = None  # the source that answered, and what it read
 
     def __str__(self) -> str:
         return str(self.version) if self.version else f"unknown ({self.text})"
+
+    def said(self) -> str:
+        """The version and where it came from, for a person: the source that answered, and
+        why each one asked before it gave none."""
+        if self.version is None:
+            return str(self)
+        before = f"; not from {'; '.join(self.tried)}" if self.tried else ""
+        return f"{self.version} (from {self.answered or self.text}{before})"
+
+    def as_json(self) -> dict[str, object]:
+        """The keys every JSON document that carries this version has."""
+        return {
+            "version": str(self.version) if self.version else None,
+            "version_source": self.source,
+            "version_from": (self.answered or self.text) if self.version else None,
+            "version_not_from": list(self.tried or (() if self.version else (self.text,))),
+        }
 
 
 @dataclass(frozen=True)
@@ -142,17 +164,30 @@ class VersionFile:
     pattern: re.Pattern[str]
     scheme: VersionScheme = PEP440
 
-    def read(self, content: bytes) -> VersionInfo:
-        """The version CONTENT states, or (source "unknown") why it states none."""
-        match = self.pattern.search(content.decode(errors="replace"))
+    @property
+    def name(self) -> str:
+        return self.path
+
+    def read(self, content: bytes, _commit: str | None = None) -> VersionInfo:
+        """The version CONTENT states, or (source "unknown") why it states none. The search
+        is bounded in time (bounded_regex): a pattern that backtracks without end is a
+        reason here, never a hang."""
+        try:
+            match = search_within(self.pattern, content.decode(errors="replace"))
+        except RegexTimeout:
+            why = f"version_pattern {self.pattern.pattern!r} ran past {SEARCH_SECONDS:g} s"
+            return VersionInfo(None, f"{self.path}: {why}", "unknown")
         group = "version" if "version" in self.pattern.groupindex else 1
         text = match[group] if match else None
         if text is None:
-            reason = f"no match for version_pattern {self.pattern.pattern!r}"
+            if self.pattern.pattern == DEFAULT_VERSION_PATTERN:
+                reason = "no __version__ literal"
+            else:
+                reason = f"no match for version_pattern {self.pattern.pattern!r}"
             return VersionInfo(None, f"{self.path}: {reason}", "unknown")
         if (version := self.scheme.parse(text)) is not None:
             return VersionInfo(version, f"{self.path}: {text}", "file")
-        why = f"{text!r} is not a {_scheme_words(self.scheme)} version"
+        why = f"{text!r} is not a {scheme_words(self.scheme)} version"
         return VersionInfo(None, f"{self.path}: {why}", "unknown")
 
 
@@ -167,11 +202,17 @@ def parse_version(text: str) -> Version | None:
 
 
 def fallen_back(info: VersionInfo, reasons: list[str]) -> VersionInfo:
-    """INFO, its text first saying why the sources tried before it gave no version."""
-    return replace(info, text="; ".join([*reasons, info.text]))
+    """INFO, its text first saying why the sources tried before it gave no version; TRIED
+    lists every source that gave none, ANSWERED names the one that gave it."""
+    if info.version is None:
+        tried = (*reasons, *(info.tried or (info.text,)))
+        return replace(info, text="; ".join(tried), tried=tried, answered=None)
+    answered = info.answered or info.text
+    text = "; ".join([*reasons, answered])
+    return replace(info, text=text, tried=(*reasons, *info.tried), answered=answered)
 
 
-def _scheme_words(scheme: VersionScheme) -> str:
+def scheme_words(scheme: VersionScheme) -> str:
     return "PEP 440" if scheme is PEP440 else scheme.name
 
 
@@ -182,13 +223,20 @@ def tag_to_version(tag: str, scheme: VersionScheme = PEP440) -> Version | None:
     return scheme.parse(tag)
 
 
-def describe_to_version(described: str, scheme: VersionScheme = PEP440) -> Version | None:
+def describe_parts(described: str) -> tuple[str, str | None, str | None] | None:
+    """`git describe` output -> (tag, distance, sha), the last two None on the tag itself."""
     match = _DESCRIBE_RE.match(described.strip())
     if not match:
         return None
-    base = tag_to_version(match["tag"], scheme)
-    if base is None or not match["distance"] or match["distance"] == "0":
+    return match["tag"], match["distance"], match["sha"]
+
+
+def describe_to_version(described: str, scheme: VersionScheme = PEP440) -> Version | None:
+    parts = describe_parts(described)
+    if parts is None:
+        return None
+    tag, distance, sha = parts
+    base = tag_to_version(tag, scheme)
+    if base is None or not distance or distance == "0" or sha is None:
         return base
-    return parse_version(f"{base.public}+{match['distance']}.g{match['sha'][:7]}")
-
-
+    return parse_version(f"{base.public}+{distance}.g{sha[:7]}")

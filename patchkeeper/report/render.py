@@ -105,7 +105,10 @@ def leftover_json(item: Leftover) -> dict[str, Any]:
 # (the fleet playbook tests `doc.error is defined`). Each command's keys beyond `schema`,
 # `command` and `exit_code`, with the value an error document gets; `leftovers restore` and
 # `leftovers drop` share the keys of `leftovers`.
-_TREE_INSTALL = {"path": None, "version": None, "version_source": None, "head": None}
+_TREE_INSTALL = {
+    "path": None, "version": None, "version_source": None, "version_from": None,
+    "version_not_from": [], "head": None,
+}  # fmt: skip
 _UPDATE_INSTALL = {
     "path": None, "head_before": None, "head_after": None,
     "version_before": None, "version_after": None,

@@ -8,6 +8,7 @@ import shutil
 from patchkeeper.install import git
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import install_version
+from patchkeeper.install.version_chain import reads_the_work_tree
 from patchkeeper.leftovers import find as lo
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.report import LeftoverAction
@@ -37,13 +38,13 @@ def _where_it_ended(ctx: RunContext) -> tuple[str | None, str]:
     """HEAD and the version after the run. Phase 6 read both before it wrote the patches:
     HEAD is asked again only when something may have moved it since (a smoke check or a
     post-apply command ran, or edits of yours came back). The version is taken from phase 6
-    only when `git describe` gives it: a version file or command may read what a patch, a
-    check or your edits wrote since."""
+    only when the chain is `git describe` alone: a file, stamp or command may read what a
+    patch, a check or your edits wrote since."""
     tree, report, settings = ctx.report.tree, ctx.report, ctx.ws.settings
     restored = report.restore is not None and bool(report.restore.restored)
     if tree is None or not tree.head or report.smoke.checks or report.post or restored:
         return ctx.install.head(), str(install_version(ctx.install, settings))
-    if settings.version_command or settings.version_file is not None:
+    if reads_the_work_tree(settings):
         return tree.head, str(install_version(ctx.install, settings))
     return tree.head, str(tree.version)
 

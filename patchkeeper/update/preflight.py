@@ -44,9 +44,7 @@ def preview(ctx: RunContext) -> Previewed:
     problem = _freshen(ctx, ref)
     if problem:
         return Previewed(problem, stop=True)
-    ctx.report.preview = check_ref(
-        ctx.install.path, ctx.ws.patch_set, ref, ctx.ws.settings.version_file
-    )
+    ctx.report.preview = check_ref(ctx.install.path, ctx.ws.patch_set, ref, ctx.ws.settings)
     failed = [r.name for r in ctx.report.preview.results if r.outcome in oc.FAILED]
     if failed and not ctx.options.force:
         ctx.report.not_done = f"stopped at its preview of {ref}"

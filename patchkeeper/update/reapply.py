@@ -11,7 +11,8 @@ from patchkeeper.install import git
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import install_version
 from patchkeeper.install.state import load_applied, save_applied, written_diff
-from patchkeeper.install.version import adopt_remote_tags, version_from_worktree
+from patchkeeper.install.version import adopt_remote_tags
+from patchkeeper.install.version_chain import a_file_answers
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
@@ -81,12 +82,12 @@ def _keep_records_of_undecided(ctx: RunContext, backup: Path) -> None:
 def _learn_release_tags(ctx: RunContext) -> None:
     """Name the new version right (variants depend on it) though the updater fetched no tags.
 
-    Only `git describe` needs the release tags; it is asked only when neither
-    [install] version_command nor version_file gives a version. So origin is not asked (a
-    network round trip) when a version file states one in the new release, nor when the
-    new HEAD carries a release tag here already (the updater's fetch brought it)."""
-    version_file = ctx.ws.settings.version_file
-    if version_file and version_from_worktree(ctx.install.path, version_file).version:
+    Only `git describe` needs the release tags; it is asked only when no file or stamp
+    source before it gives a version (install/version_chain.py). So origin is not asked (a
+    network round trip) when a file states one in the new release, nor when the new HEAD
+    carries a release tag here already (the updater's fetch brought it). The note names only
+    the tags the update brought in: reachable from the new HEAD, not from the old one."""
+    if a_file_answers(ctx.install.path, ctx.ws.settings):
         return
     if git.out(["tag", "--points-at", "HEAD", "--list", "v[0-9]*"], ctx.install.path):
         return
@@ -95,5 +96,17 @@ def _learn_release_tags(ctx: RunContext) -> None:
     except git.GitError as exc:
         ctx.report.notes.append(f"could not list origin's tags ({exc}): the version may lag")
         return
-    if adopted:
-        ctx.report.notes.append(f"tagged commits the update brought in: {', '.join(adopted)}")
+    brought = _brought_in(ctx, adopted)
+    if brought:
+        ctx.report.notes.append(f"tagged commits the update brought in: {', '.join(brought)}")
+
+
+def _brought_in(ctx: RunContext, tags: list[str]) -> list[str]:
+    """Those of TAGS on the new HEAD's history and not on the old HEAD's: the release the
+    update started from (its tag also adopted now) is not one it brought in."""
+    if not tags:
+        return []
+    old = ctx.journal.old_head
+    args = ["tag", "--list", "--merged", "HEAD", *(["--no-merged", old] if old else []), *tags]
+    listed = set(git.out(args, ctx.install.path).split())
+    return [tag for tag in tags if tag in listed]
