@@ -150,16 +150,34 @@ class Sandbox:
         return {**os.environ, "HERMES_HOME": str(self.home)}
 
     def write_config(self) -> None:
-        """(Re)write patches/patchkeeper.toml with this sandbox's absolute paths."""
+        """(Re)write patches/patchkeeper.toml with this sandbox's absolute paths.
+
+        The version sources are the bundled set's (the stamp, the literal, describe); the
+        [tags] table names every practice release, from RELEASE_TABLE.
+        """
         # A JSON string is a valid TOML basic string, quotes and backslashes escaped alike.
+        tags = "".join(f"{json.dumps(r.tag)} = {json.dumps(r.version)}\n" for r in RELEASE_TABLE)
         self.config.write_text(
             "# Written by patchkeeper's sandbox builder for this sandbox only.\n"
             "[install]\n"
             f"path = {json.dumps(str(self.install))}\n"
             f"python = {json.dumps(sys.executable)}\n"
-            "# From 0.21.5 on the version is only in install-stamp.json: ask the install itself\n"
-            'version_command = ["./hermes", "version"]\n'
-            'version_file = "hermes_cli/__init__.py"\n'
+            "\n"
+            "# From 0.21.5 on the version is only in install-stamp.json\n"
+            "[[install.version_source]]\n"
+            'json = "install-stamp.json"\n'
+            'key = "baseVersion"\n'
+            'distance_key = "distance"\n'
+            'commit_key = "commit"\n'
+            "\n"
+            "[[install.version_source]]\n"
+            'file = "hermes_cli/__init__.py"\n'
+            "\n"
+            "[[install.version_source]]\n"
+            "describe = true\n"
+            "\n"
+            "[tags]\n"
+            f"{tags}"
             "\n"
             "[update]\n"
             'command = ["./hermes", "update", "--yes"]\n',
