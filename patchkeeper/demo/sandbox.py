@@ -54,37 +54,26 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchkeeper.demo.history import (
+    INSTALL_TAG,
+    MAIN_COMMITS,
+    RELEASE_TABLE,
+    TAG_OF,
+    TAGS,
+    VERSIONS,
+    published_ref,
+    release_tag,
+)
 from patchkeeper.install import git
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.patchset.settings import CONFIG_NAME
 
-
-@dataclass(frozen=True)
-class Release:
-    """One practice release: its tag (CalVer, as upstream names its releases), the version
-    it is, and its commit and tag date (part of what makes the shas reproducible)."""
-
-    tag: str
-    version: str
-    date: str
-
-
-# The one table of tag <-> version. The first four tags are upstream's own for the same
-# versions; the last two releases are fictional, dated in the same calendar.
-RELEASE_TABLE = (
-    Release("v2026.9.11", "0.21.2", "2026-09-11T12:00:00+00:00"),
-    Release("v2026.9.14", "0.21.3", "2026-09-14T12:00:00+00:00"),
-    Release("v2026.9.24", "0.21.5", "2026-09-24T12:00:00+00:00"),
-    Release("v2026.10.1", "0.22.0", "2026-10-01T12:00:00+00:00"),
-    Release("v2026.10.8", "0.22.1", "2026-10-08T12:00:00+00:00"),
-    Release("v2026.10.26", "0.23.0", "2026-10-26T12:00:00+00:00"),
-    Release("v2026.11.9", "0.24.0", "2026-11-09T12:00:00+00:00"),
-)
-TAGS = tuple(release.tag for release in RELEASE_TABLE)
-VERSIONS = {release.tag: release.version for release in RELEASE_TABLE}
-TAG_OF = {release.version: release.tag for release in RELEASE_TABLE}
-INSTALL_TAG = TAG_OF["0.21.3"]  # where a sandbox's install starts unless asked otherwise
+# Tests and the demo take the history's names from here too.
+__all__ = [
+    "INSTALL_TAG", "OPERATOR", "RELEASE_TABLE", "TAGS", "TAG_OF", "VERSIONS", "Sandbox",
+    "build_sandbox", "open_copied_sandbox", "release_tag",
+]  # fmt: skip
 DATA = Path(__file__).resolve().parent
 UPSTREAM_TREE = DATA / "upstream"
 RELEASE_DIFFS = DATA / "releases"
@@ -113,23 +102,28 @@ class Sandbox:
     def config(self) -> Path:
         return self.patches / CONFIG_NAME
 
-    def publish(self, release: str) -> str:
-        """Release RELEASE (a tag or its version) upstream: move origin's main to it, so a
-        later `hermes update` gets it. Returns the tag."""
-        tag = release_tag(release)
-        _git(["update-ref", "refs/heads/main", f"refs/tags/{tag}^{{commit}}"], self.origin)
-        return tag
+    def publish(self, name: str) -> str:
+        """Publish NAME upstream: move origin's main to it, so a later `hermes update` gets it.
+
+        NAME is a release (its tag or version) or a main commit (its branch or version, e.g.
+        `0.21.5+1`); returns what it is called (the tag, or the branch)."""
+        called, ref = published_ref(name)
+        _git(["update-ref", "refs/heads/main", f"{ref}^{{commit}}"], self.origin)
+        return called
 
     def published(self) -> str | None:
-        """The release origin's main is at (None: main is at no release tag)."""
+        """The release tag or main commit's branch origin's main is at (None: neither)."""
         main = _git(["rev-parse", "refs/heads/main"], self.origin)
-        return next(
-            (t for t in TAGS if _git(["rev-parse", f"{t}^{{commit}}"], self.origin) == main), None
-        )
+        for name in (*TAGS, *MAIN_COMMITS):
+            if _git(["rev-parse", f"{published_ref(name)[1]}^{{commit}}"], self.origin) == main:
+                return name
+        return None
 
     def next_release(self) -> str:
-        """The release after the published one."""
+        """The release after the published one (after a main commit: after its base)."""
         current = self.published()
+        if current in MAIN_COMMITS:
+            current = MAIN_COMMITS[current].base
         if current is None or current == TAGS[-1]:
             raise UserError(f"{self.origin}: no practice release after {current or 'main'}")
         return TAGS[TAGS.index(current) + 1]
@@ -197,20 +191,24 @@ def _layout(root: Path) -> Sandbox:
 
 
 def build_sandbox(root: Path, *, install_tag: str = INSTALL_TAG) -> Sandbox:
-    """Build a sandbox in ROOT (new or empty); the install starts at INSTALL_TAG (a tag or
-    its version).
+    """Build a sandbox in ROOT (new or empty); the install starts at INSTALL_TAG (anything
+    `Sandbox.publish` takes: a release's tag or version, or a main commit).
 
     Needs no network: origin is a local bare repository, cloned over file://.
     """
-    release_tag(install_tag)
+    published_ref(install_tag)
     if root.exists() and any(root.iterdir()):
         raise UserError(f"{root}: not empty; a sandbox needs an empty or new folder")
     sandbox = _layout(root)
     sandbox.root.mkdir(parents=True, exist_ok=True)
     _build_origin(sandbox.origin)
-    tag = sandbox.publish(install_tag)
+    called = sandbox.publish(install_tag)
     _clone_install(sandbox)
-    _stamp_install(sandbox, VERSIONS[tag])
+    main_commit = MAIN_COMMITS.get(called)
+    if main_commit is None:
+        _stamp_install(sandbox, VERSIONS[called], 0)
+    else:
+        _stamp_install(sandbox, VERSIONS[main_commit.base], 1)
     sandbox.home.mkdir()
     shutil.copytree(bundled_patches(), sandbox.patches, ignore=_SKIPPED)
     sandbox.write_config()
@@ -229,16 +227,6 @@ def open_copied_sandbox(root: Path) -> Sandbox:
     _git(["remote", "set-url", "origin", sandbox.origin.as_uri()], sandbox.install)
     sandbox.write_config()
     return sandbox
-
-
-def release_tag(name: str) -> str:
-    """The tag of the practice release NAME: a tag (`v2026.9.14`) or a version (`0.21.3`)."""
-    if name in VERSIONS:
-        return name
-    if name in TAG_OF:
-        return TAG_OF[name]
-    choices = ", ".join(f"{r.tag} ({r.version})" for r in RELEASE_TABLE)
-    raise UserError(f"{name!r} is not a sandbox release; choose one of {choices}")
 
 
 def _git(
@@ -277,6 +265,16 @@ def _build_origin(origin: Path) -> None:
             tag_message = f"Hermes Agent {release.version}"
             _git(["tag", "-a", "-m", tag_message, release.tag, commit], origin, env=env)
             parent = commit
+        for main_commit in MAIN_COMMITS.values():
+            env = {**index, **_identity(_UPSTREAM, main_commit.date)}
+            base = f"refs/tags/{main_commit.base}^{{commit}}"
+            _git(["read-tree", base], origin, env=env)
+            message = _stage_release(origin, RELEASE_DIFFS / f"{main_commit.branch}.diff", env)
+            tree = _git(["write-tree"], origin, env=env)
+            base_commit = _git(["rev-parse", base], origin)
+            args = ["commit-tree", tree, "-p", base_commit]
+            commit = _git(args, origin, env=env, stdin=message.encode())
+            _git(["update-ref", f"refs/heads/{main_commit.branch}", commit], origin)
 
 
 def _stage_tree(origin: Path, folder: Path, env: dict[str, str]) -> None:
@@ -318,8 +316,9 @@ def _clone_install(sandbox: Sandbox) -> None:
     _git(["config", "user.email", email], sandbox.install)
 
 
-def _stamp_install(sandbox: Sandbox, version: str) -> None:
+def _stamp_install(sandbox: Sandbox, base: str, distance: int) -> None:
     """Write install-stamp.json as upstream's installer does, with the install's own writer:
     from 0.21.5 on it is the only place the install's version is written."""
-    command = [sys.executable, "-m", "hermes_cli.install_stamp", "--base-version", version]
+    command = [sys.executable, "-m", "hermes_cli.install_stamp", "--base-version", base]
+    command += ["--distance", str(distance)]
     subprocess.run(command, cwd=sandbox.install, check=True, capture_output=True)
