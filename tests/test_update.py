@@ -439,15 +439,14 @@ def test_the_version_after_is_read_with_the_patches_back(box: Sandbox) -> None:
     """A version command that reads what a patch writes (here: a file schema-once creates)
     answers after the patches are back; phase 6 asked it before it wrote them."""
     created = "cron/ledger_schema_once.py"
-    script = (
-        "v=$(sed -n 's/^__version__ = \"\\(.*\\)\"$/\\1/p' hermes_cli/__init__.py); "
+    script = (  # the release from the install stamp, "+local" once the patch's file is there
+        "v=$(sed -n 's/^ *\"baseVersion\": \"\\(.*\\)\",$/\\1/p' install-stamp.json); "
         f'if [ -e {created} ]; then echo "$v+local"; else echo "$v"; fi'
     )
     text = box.config.read_text()
-    box.config.write_text(text.replace(
-        'version_file = "hermes_cli/__init__.py"\n',
-        f"version_command = {json.dumps(['sh', '-c', script])}\n",
-    ))  # fmt: skip
+    sources, tags = text.index("[[install.version_source]]"), text.index("[tags]")
+    command = f"version_command = {json.dumps(['sh', '-c', script])}\n\n"
+    box.config.write_text(text[:sources] + command + text[tags:])
     applied(box)
     box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
