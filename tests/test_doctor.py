@@ -383,6 +383,7 @@ def test_an_install_whose_version_is_unknown_is_not_ok(sandbox: Sandbox) -> None
         git(sandbox.install, "tag", "-d", tag)
     version_file = sandbox.install / "hermes_cli" / "__init__.py"  # the version file goes too
     version_file.write_text(version_file.read_text().replace("__version__ = ", "__vers = "))
+    (sandbox.install / "install-stamp.json").unlink()  # and the installer's stamp
     report, findings = diagnosed(sandbox)
     assert not findings["install"].ok and findings["install"].summary.endswith(
         "the version is unknown"

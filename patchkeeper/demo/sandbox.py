@@ -8,12 +8,16 @@ the bundled Hermes patch set (`patches/`) unchanged:
     upstream/            the first release (0.21.2), file by file
     releases/TAG.diff    every later release as a diff on the one before; the text above
                          the first `diff --git` line is the release's commit message
+    releases/BRANCH.diff a commit on main past a release that no release carries (history.py
+                         MAIN_COMMITS), kept on origin's branch BRANCH
 
 Commits are made with plumbing in a bare repository (no work tree, no checkout), with fixed
 names and dates, so every build yields the same commit shas. Each release is tagged the way
-upstream tags them, by date (`RELEASE_TABLE` maps each tag to its version; the annotated
-tag's message names the version too). The releases follow the real release history at the
-hook points, and what each does to the bundled patches:
+upstream tags them, by date (history.py's `RELEASE_TABLE` maps each tag to its version; the
+annotated tag's message names the version too). Like the real installer, the builder writes
+the install's `install-stamp.json` (from 0.21.5 on the only place the version is written).
+The releases follow the real release history at the hook points, and what each does to the
+bundled patches:
 
     0.21.2 (v2026.9.11)
              like real 0.21.0-0.21.2: the launcher waits a hard-coded 5 s for the ack, does
@@ -27,7 +31,12 @@ hook points, and what each does to the bundled patches:
              under the jobs lock only (PR #109310): heartbeat-fence is upstream-has-it from
              here on (scoped probe); the sandbox installs this release
     0.21.5 (v2026.9.24)
-             code moved down: both apply at an offset
+             code moved down: both apply at an offset; hermes_cli/__init__.py states no
+             version any more (served from the install stamp)
+    0.21.5+1 (branch restructured-worker, a main-channel commit no release carries)
+             worker and launcher restructured like upstream's at 5a1920c7, still adopting
+             once: adoption-retry's 0.21 variant keeps its launcher and import hunks and
+             loses its worker hunk (conflict); schema-once applies
     0.22.0 (v2026.10.1)
              more code moved down: both apply at an offset
     0.22.1 (v2026.10.8)
