@@ -75,6 +75,7 @@ def test_the_worker_and_launcher_are_restructured_and_still_adopt_once(sandbox: 
         "    try:\n        hydrate_profile_secret_sources",  # the try moved up
         "_discover_worker_plugins(profile_home)",
         "_register_worker_config_hooks(profile_home)",
+        "set_secret_scope(",  # just before the adoption
         "adopt_claimed_execution(execution_id)",
         "partial.write_text(",
         "os.replace(partial, ack_path)",  # the ack is published whole
@@ -83,6 +84,16 @@ def test_the_worker_and_launcher_are_restructured_and_still_adopt_once(sandbox: 
     at = [worker.index(step) for step in steps]
     assert at == sorted(at)
     assert worker.count("adopt_claimed_execution(") == 1 and "retry" not in worker
+    # The lines adoption-retry's variant for this shape (scheduler-restructured.patch, written
+    # on the real worker) rewrites and keeps as context: they must read as upstream's do.
+    assert (
+        "        secret_token = set_secret_scope(build_profile_secret_scope(profile_home),"
+        " profile_home=str(profile_home))\n"
+        "        with use_cron_store(profile_home):\n"
+        "            if adopt_claimed_execution(execution_id) is None:\n"
+        "                logger.error(\n"
+        '                    "Cron external worker refused execution %s: durable ownership "\n'
+    ) in worker
     launcher = function(text, "_launch_external_cron_worker")
     assert "stderr=stderr_file" in launcher and "WORKER_MARKER: execution_id" in launcher
     assert "adoption_deadline" not in text
