@@ -227,10 +227,15 @@ def refresh_patch(
     patch = patch_set.by_name(name)
     if patch is None:
         raise UserError(f"{patch_set.root / 'series'}: no patch named {name!r}")
-    variant = patch.select(version.version)
+    applied = load_applied(install.state_dir)
+    in_place = name in applied
+    candidates = patch.candidates(version.version)
+    if len(candidates) > 1 and in_place:  # chosen by content: the one written
+        variant = patch.variant_at(applied[name].variant, patch_set.root)
+    else:
+        variant = patch.select(version.version)
     if variant is None:
         raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
-    in_place = name in load_applied(install.state_dir)
     taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
     diff = taken.diff
     if not diff:

@@ -153,8 +153,8 @@ def check_refs(
     variants = [v for p in patch_set.patches for v in p.variants]
     has = upstream_has_contents(repo, commits, variants)
     memo = TrialMemo() if reuse else None
-    chosen = [p.select(info.version) for p in patch_set.patches for info in versions]
-    listings = TreeListings(repo, {path for v in chosen if v for path in v.files}, trees)
+    chosen = [v for p in patch_set.patches for info in versions for v in p.candidates(info.version)]
+    listings = TreeListings(repo, {path for v in chosen for path in v.files}, trees)
     judged: dict[str, tuple[Version | None, list[PatchResult]]] = {}  # tree -> first results
     reports = []
     for number, (ref, commit, tree, version) in enumerate(
@@ -198,10 +198,12 @@ def same_choices(patch_set: PatchSet, one: Version | None, other: Version | None
     a variant for both, the same, and no Upstream-Fixed-In of it contains either (what is
     said about such a patch names the version)."""
     for patch in patch_set.patches:
-        variant = patch.select(one)
-        if variant is None or variant is not patch.select(other):
-            return False
-        fixed = variant.upstream_fixed_in
+        found = patch.candidates(one)
+        if len(found) != 1 or found != patch.candidates(other):
+            return False  # none, or several chosen by content
+        if found[0].by_content and None in (one, other):
+            return False  # chosen by content for the unknown version, and says so
+        fixed = found[0].upstream_fixed_in
         if spec_contains(fixed, one) or spec_contains(fixed, other):
             return False
     return True

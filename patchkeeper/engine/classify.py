@@ -38,6 +38,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from patchkeeper.engine.batches import batchable, run_batch
+from patchkeeper.engine.by_content import choose_by_content
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.hold_back import hold_back_dependents, rebuild
 from patchkeeper.engine.memo import Pending, TrialMemo, recall, remember
@@ -94,7 +95,14 @@ def classify(
     caller has them (scratch.TreeListings).
     """
     recorded = recorded or {}
-    selected = {p.name: p.select(version) for p in patch_set.patches}
+    candidates = {p.name: p.candidates(version) for p in patch_set.patches}
+    # One variant each; a fix whose variants are chosen by content has none until it is tried.
+    selected = {name: found[0] if len(found) == 1 else None for name, found in candidates.items()}
+    by_content = {
+        name: found
+        for name, found in candidates.items()
+        if len(found) > 1 or (version is None and any(v.by_content for v in found))
+    }
     if has_content is None:
         every_variant = [v for p in patch_set.patches for v in p.variants]
         has_content = (
@@ -117,7 +125,7 @@ def classify(
         state = TrialState(index, judging, trees, BlobCheck(index))
         classification = _classify_set(
             state, patch_set, selected, batch=batch, load=load, target_ref=target_ref,
-            memo=memo, listing_of=listing,
+            memo=None if by_content else memo, listing_of=listing, by_content=by_content,
         )  # fmt: skip
     except BaseException:
         scratch.close()
@@ -139,12 +147,16 @@ def _classify_set(
     target_ref: str | None,
     memo: TrialMemo | None,
     listing_of: Callable[[set[str]], bytes] | None = None,
+    by_content: dict[str, tuple[PatchFile, ...]] | None = None,
 ) -> Classification:
     """The target's content into the scratch index, every patch of PATCH_SET judged on it in
-    series order (SELECTED: each one's variant), the dependents of failed ones held back."""
+    series order (SELECTED: each one's variant; BY_CONTENT: the candidates of those whose
+    variant is chosen by what applies), the dependents of failed ones held back."""
     judging, index = state.judging, state.index
+    by_content = by_content or {}
+    every = [*selected.values(), *(v for found in by_content.values() for v in found)]
     paths: set[str] = set()
-    for variant in selected.values():
+    for variant in every:
         paths.update(variant.files if variant else ())
     record_paths: set[str] = set()
     for record in judging.recorded.values():
@@ -170,13 +182,17 @@ def _classify_set(
     elif load is not None:
         load(index, paths)
     start = index.write_tree() if state.trees else None
-    shared = shared_files(selected, record_paths)
-    results = _judge_in_order(state, patch_set, selected, known, shared, batch=batch)
+    shared = shared_files(every, record_paths)
+    results = _judge_in_order(
+        state, patch_set, selected, known, shared, batch=batch, by_content=by_content
+    )
     if memo is not None:
         remember(memo, to_remember, results)
     for result, patch in zip(results, patch_set.patches, strict=True):
         if (variant := selected[patch.name]) is not None:
             result.variant = str(variant.path.relative_to(patch_set.root))
+        elif patch.name in by_content:  # none chosen: its files still hold back dependents
+            selected[patch.name] = by_content[patch.name][0]
     held = hold_back_dependents(patch_set, selected, results)
     if held and state.trees:
         assert start is not None
@@ -196,15 +212,25 @@ def _judge_in_order(
     shared: set[str],
     *,
     batch: bool,
+    by_content: dict[str, tuple[PatchFile, ...]],
 ) -> list[PatchResult]:
     """Each patch's result in series order: KNOWN from an earlier ref, batchable ones gathered
-    into batches, any other alone (the pending batch runs first, so order is kept)."""
+    into batches, any other alone (the pending batch runs first, so order is kept). A patch
+    chosen BY_CONTENT gets its chosen variant in SELECTED."""
     results: list[PatchResult] = []
     pending: list[Item] = []
     for patch in patch_set.patches:
         variant = selected[patch.name]
         if patch.name in known:
             results.append(known[patch.name])
+        elif patch.name in by_content:
+            run_batch(state, pending)
+            pending = []
+            names = {v.path.name: str(v.path.relative_to(patch_set.root)) for v in patch.variants}
+            result, selected[patch.name] = choose_by_content(
+                state, patch, by_content[patch.name], names
+            )
+            results.append(result)
         elif variant is not None and batchable(
             patch, variant, state.judging, shared, batch=batch, trees=state.trees
         ):

@@ -160,8 +160,8 @@ def apply_patches(
     for result in classification.results:
         if result.needs_a_person:
             continue  # nothing was decided: the record stays, so the next run still knows
-        variant = patch_set.by_name(result.name)
-        selected = variant.select(version.version) if variant else None
+        patch = patch_set.by_name(result.name)
+        selected = patch.variant_at(result.variant, patch_set.root) if patch else None
         written = classification.patch_diff(result)
         if not result.recorded or (written is not None and result.outcome not in oc.WRITES):
             records.pop(result.name, None)  # its content is gone, or was taken out just now

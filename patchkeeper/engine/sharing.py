@@ -8,6 +8,8 @@ them out of batches when a writer needs each patch's own diff.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from patchkeeper.engine.state import Item
 from patchkeeper.patchset.model import Patch, PatchFile
 
@@ -43,11 +45,12 @@ def item_groups(items: list[Item]) -> list[list[int]]:
     return [[position[id(patch)] for patch, _ in group] for group in groups]
 
 
-def shared_files(selected: dict[str, PatchFile | None], record_paths: set[str]) -> set[str]:
-    """Paths more than one SELECTED variant (or a record, RECORD_PATHS) touches."""
+def shared_files(variants: Iterable[PatchFile | None], record_paths: set[str]) -> set[str]:
+    """Paths more than one of VARIANTS (the chosen ones, and the candidates of fixes chosen by
+    content) or a record (RECORD_PATHS) touches."""
     seen: set[str] = set(record_paths)
     shared: set[str] = set(record_paths)
-    for variant in selected.values():
+    for variant in variants:
         for path in variant.files if variant else ():
             (shared if path in seen else seen).add(path)
     return shared

@@ -52,6 +52,26 @@ class HunkConflict:
     mismatches: tuple[Mismatch, ...] = ()
 
 
+@dataclass(frozen=True)
+class VariantTrial:
+    """One variant tried while a fix's variant was chosen by content, and how it fared."""
+
+    variant: str  # its path in the patch set
+    outcome: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class ContentChoice:
+    """How a fix's variant was chosen by content (`Choose: by-content`): the variant kept
+    (None: none, or more than one, applies), why, and every variant tried."""
+
+    chosen: str | None
+    reason: str
+    version_known: bool
+    tried: tuple[VariantTrial, ...]
+
+
 @dataclass
 class PatchResult:
     """How one patch stands against one target, and the details that say why."""
@@ -69,6 +89,7 @@ class PatchResult:
     trees: tuple[str, str] | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list)
     would: str | None = None  # pending: the outcome `apply` would have (applied, ...-offset)
+    variant_choice: ContentChoice | None = None  # set when the variant was chosen by content
 
     @property
     def in_place(self) -> bool:

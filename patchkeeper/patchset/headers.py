@@ -30,7 +30,9 @@ DEP3_FIELDS = frozenset({
     "description", "subject", "origin", "bug", "forwarded", "author", "from", "reviewed-by",
     "acked-by", "last-update", "applied-upstream",
 })  # fmt: skip
-OUR_FIELDS = frozenset({"applies-to", "upstream-fixed-in", "upstream-has", "base", "smoke"})
+OUR_FIELDS = frozenset(
+    {"applies-to", "upstream-fixed-in", "upstream-has", "base", "smoke", "choose"}
+)
 MAIL_FIELDS = frozenset({
     "from", "date", "subject", "mime-version", "content-type", "content-transfer-encoding",
     "message-id", "in-reply-to", "references",

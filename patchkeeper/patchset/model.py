@@ -16,12 +16,16 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+from patchkeeper.model.errors import UserError
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.headers import Header
 from patchkeeper.patchset.versions import PEP440, VersionScheme
 
 if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (fields.py)
     from packaging.specifiers import SpecifierSet
+
+# The header line by which variants whose ranges overlap say they are chosen by what applies.
+BY_CONTENT_FIELD = "Choose: by-content"
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class PatchFile:
     warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
     empty: bool = False  # no diff at all: applied as empty, as quilt does
     invalid: str | None = None  # why it cannot be read or is unsafe: `invalid`, never tried
+    by_content: bool = False  # `Choose: by-content`: may share versions with such variants
 
     @property
     def description(self) -> str:
@@ -116,27 +121,48 @@ class Patch:
     entry: str
     variants: tuple[PatchFile, ...]
     # Which of VARIANTS a version picks (`variants.VariantChoice`, given by the loader: the
-    # model holds no arithmetic of ranges).
-    choose: Callable[[Version | None], PatchFile | None] = field(compare=False)
+    # model holds no arithmetic of ranges): none, one, or several chosen by content.
+    choose: Callable[[Version | None], tuple[PatchFile, ...]] = field(compare=False)
     # Set when VARIANTS were read without their diffs (`check`: `load_patch_set(deferred=
     # True)`): reads a variant's diff, the first time it is chosen; it may be `invalid` then.
     complete: Callable[[PatchFile], PatchFile] | None = field(default=None, compare=False)
 
-    def select(self, version: Version | None) -> PatchFile | None:
-        """The variant for VERSION: the one with no Applies-To or one that contains it; None
-        when there is none, `AmbiguousVariant` (exit 2) when two are. An unknown version only
-        matches an unversioned variant.
+    def candidates(self, version: Version | None) -> tuple[PatchFile, ...]:
+        """The variants for VERSION: the one with no Applies-To or one that contains it;
+        several only when they are chosen by content (`Choose: by-content`, the engine tries
+        them); none when no variant is for VERSION; `AmbiguousVariant` (exit 2) when two
+        claim it otherwise. An unknown version matches an unversioned variant, else every
+        variant chosen by content.
         A variant that cannot be read is chosen first: its range is unknown, so it may be
         the one for VERSION, and the patch is `invalid` rather than quietly another variant.
         """
         if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
-            return unread
+            return (unread,)
         chosen = self.choose(version)
-        if chosen is None or self.complete is None:
+        if self.complete is None:
             return chosen
-        if chosen.path not in self._completed:  # once: the same object for every version
-            self._completed[chosen.path] = self.complete(chosen)
-        return self._completed[chosen.path]
+        for variant in chosen:  # once: the same object for every version
+            if variant.path not in self._completed:
+                self._completed[variant.path] = self.complete(variant)
+        return tuple(self._completed[v.path] for v in chosen)
+
+    def select(self, version: Version | None) -> PatchFile | None:
+        """The one variant for VERSION (see `candidates`), None when there is none. Variants
+        chosen by content have no one variant before the engine tried them: a caller that
+        needs one then takes the variant a result or a record names (`variant_at`)."""
+        found = self.candidates(version)
+        if len(found) > 1:
+            names = ", ".join(v.path.name for v in found)
+            raise UserError(
+                f"{found[0].path.parent}: {names} are chosen by content for version "
+                f"{version or 'unknown'}: run `patchkeeper status` to see which one applies"
+            )
+        return found[0] if found else None
+
+    def variant_at(self, relative: str | None, root: Path) -> PatchFile | None:
+        """The variant whose path, relative to the set's folder ROOT, is RELATIVE."""
+        found = next((v for v in self.variants if str(v.path.relative_to(root)) == relative), None)
+        return self._completed.get(found.path, found) if found is not None else None
 
     @cached_property
     def _completed(self) -> dict[Path, PatchFile]:

@@ -16,7 +16,7 @@ from patchkeeper.patchset.fields import (
     ranges_in_pep440,
 )
 from patchkeeper.patchset.headers import empty_patch, looks_like_diff, parse_header
-from patchkeeper.patchset.model import PatchFile
+from patchkeeper.patchset.model import BY_CONTENT_FIELD, PatchFile
 from patchkeeper.patchset.userfiles import SMOKE_NAME_RE, read_user_file, utf8_text
 from patchkeeper.patchset.versions import PEP440, VersionScheme
 
@@ -96,6 +96,8 @@ def parse_data(
         for name in smoke
         if not SMOKE_NAME_RE.fullmatch(name.removesuffix(".py"))
     ]
+    by_content, choose_problem = _choice(path, fields, lines)
+    problems += [choose_problem] if choose_problem else []
     if problems:
         return None, problems
     return PatchFile(
@@ -111,7 +113,19 @@ def parse_data(
         header=header,
         warnings=tuple(warnings),
         empty=empty,
+        by_content=by_content,
     ), []
+
+
+def _choice(path: Path, fields: dict[str, str], lines: list[str]) -> tuple[bool, Problem | None]:
+    """Whether the variant is chosen by content (`Choose: by-content`); the only value."""
+    if "choose" not in fields:
+        return False, None
+    value = fields["choose"].strip()
+    if value.lower() == "by-content":
+        return True, None
+    why = f"Choose {value!r}: the only choice is 'by-content' (write '{BY_CONTENT_FIELD}')"
+    return False, Problem(path, field_line(lines, "choose"), why)
 
 
 def _truncated(path: Path, lines: list[str]) -> Problem:

@@ -11,6 +11,12 @@ The two questions are asked in different places. Whether any two ranges overlap,
 version, is `lint`'s (and `update`'s, before it changes anything, since the version it will
 choose for is not known yet): a load does not ask it. A choice meets only the version it makes,
 and refuses one that two variants both claim (`AmbiguousVariant`, exit 2).
+
+Ranges may overlap where the set says so: variants that all carry `Choose: by-content` are
+chosen by what applies when more than one claims a version (or when the version is unknown).
+The choice then hands the engine every such candidate; the engine tries them and keeps the one
+that applies (engine/by_content.py). An overlap with a variant that does not say so is refused
+as before.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from packaging.version import InvalidVersion, Version
 
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.problems import Problem
-from patchkeeper.patchset.model import PatchFile
+from patchkeeper.patchset.model import BY_CONTENT_FIELD, PatchFile
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -168,6 +174,8 @@ def overlap_problems(variants: Sequence[PatchFile]) -> list[Problem]:
     pairs = meeting_pairs([bounds(v.applies_to) for v in variants])
     for i, j in pairs:
         first, second = variants[i], variants[j]
+        if first.by_content and second.by_content:
+            continue  # the set says: choose between them by what applies
         both = overlap_at(first.applies_to, second.applies_to)
         if both is not None:
             problems.append(
@@ -175,7 +183,8 @@ def overlap_problems(variants: Sequence[PatchFile]) -> list[Problem]:
                     second.path,
                     1,
                     f"Applies-To overlaps variant {first.path.name} (both contain {both}); "
-                    "every variant in a folder needs its own range",
+                    "every variant in a folder needs its own range, or "
+                    f"'{BY_CONTENT_FIELD}' in both to choose by what applies",
                 )
             )
     return problems
@@ -188,12 +197,15 @@ class VariantChoice:
     """Which of a fix's variants a version picks: the one that has no range or whose range
     contains the version, found among the few whose bounds hold it. Two that both claim the
     version are refused (`AmbiguousVariant`), never one of them picked quietly: the overlap of
-    ranges is `lint`'s to judge for every version, a choice only ever meets the one it makes."""
+    ranges is `lint`'s to judge for every version, a choice only ever meets the one it makes.
+    Variants that all say `Choose: by-content` are the exception: every one that claims the
+    version is a candidate, for the engine to choose by what applies; for an unknown version
+    every such variant is."""
 
     def __init__(self, variants: Sequence[PatchFile]) -> None:
         self._variants = variants
         self._unversioned = next((v for v in variants if v.applies_to is None), None)
-        self._chosen: dict[Version | None, PatchFile | None] = {}
+        self._chosen: dict[Version | None, tuple[PatchFile, ...]] = {}
 
     @functools.cached_property
     def _sorted(self) -> tuple[list[Bounds], list[int], list[Point], list[Point]]:
@@ -209,26 +221,33 @@ class VariantChoice:
             reach.append(max(reach[-1], high) if reach else high)
         return all_bounds, order, lows, reach
 
-    def __call__(self, version: Version | None) -> PatchFile | None:
+    def __call__(self, version: Version | None) -> tuple[PatchFile, ...]:
+        """The candidates for VERSION: none, one, or (by content only) several."""
         if len(self._variants) == 1 and self._unversioned is not None:
-            return self._unversioned  # a plain patch file: the one variant, whatever the version
+            return (self._unversioned,)  # a plain patch file: the one variant, whatever the version
         if version not in self._chosen:
             self._chosen[version] = self._choose(version)
         return self._chosen[version]
 
-    def _choose(self, version: Version | None) -> PatchFile | None:
-        """The variant that claims VERSION (an unknown version: the one with no range)."""
+    def _choose(self, version: Version | None) -> tuple[PatchFile, ...]:
+        """The variants that claim VERSION (an unknown version: the one with no range, else
+        every variant chosen by content)."""
         if version is None:
             claims = [v for v in self._variants if v.applies_to is None]
+            if not claims:
+                claims = [v for v in self._variants if v.by_content]
         else:
             claims = []
             for i in self._candidates(version):
                 spec = self._variants[i].applies_to
                 if spec is None or spec.contains(version, prereleases=True):
                     claims.append(self._variants[i])
-        if len(claims) > 1:
-            raise AmbiguousVariant(claims[0], claims[1], version)
-        return claims[0] if claims else None
+        if len(claims) > 1 and not all(v.by_content for v in claims):
+            plain = [v for v in claims if not v.by_content]
+            other = next(v for v in claims if v is not plain[0])
+            first, second = sorted((plain[0], other), key=claims.index)
+            raise AmbiguousVariant(first, second, version)
+        return tuple(claims)
 
     def _candidates(self, version: Version) -> list[int]:
         """The variants whose bounds hold VERSION, in folder order."""
@@ -254,5 +273,6 @@ class AmbiguousVariant(UserError):
         )
         super().__init__(
             f"{second.path}: Applies-To overlaps variant {first.path.name} ({both}); every "
-            "variant in a folder needs its own range (`patchkeeper lint` lists every overlap)"
+            f"variant in a folder needs its own range, or '{BY_CONTENT_FIELD}' in both "
+            "(`patchkeeper lint` lists every overlap)"
         )

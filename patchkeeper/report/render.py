@@ -69,6 +69,9 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "merged_files": result.merged_files,
         "conflicts": [asdict(c) for c in result.conflicts],
         "notes": result.notes,
+        "variant_choice": None
+        if result.variant_choice is None
+        else {"by": "content", **asdict(result.variant_choice)},
     }
 
 
