@@ -138,3 +138,32 @@ def test_a_main_channel_install_of_it_reads_base_plus_one_and_loses_a_stalled_ha
     [check] = json.loads(smoke.stdout)["checks"]
     assert check["verdict"] == "fail"
     assert "1 call(s)" in check["detail"] and "carries no adoption_deadline" in check["detail"]
+
+
+def test_update_to_it_chooses_the_restructured_variant_by_content_and_smoke_passes(
+    sandbox: Sandbox,
+) -> None:
+    """What an operator on the main channel meets: 0.21.3 with both ledger fixes, then
+    `patchkeeper update` to 0.21.5+1 with its restructured worker: the variant that fits is
+    chosen by content and said so, both fixes are in, the stalled hand-off survives, exit 0."""
+    args = ["--install", str(sandbox.install), "--patches", str(sandbox.patches)]
+
+    def pk(*words: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "patchkeeper", *words, *args, "--json"],
+            capture_output=True, text=True, env=sandbox.hermes_env(), check=False,
+        )  # fmt: skip
+
+    assert pk("apply").returncode == 0
+    sandbox.publish("0.21.5+1")
+    update = pk("update")
+    assert update.returncode == 0, update.stdout[-2000:] + update.stderr[-2000:]
+    document = json.loads(update.stdout)
+    head = out(sandbox.install, "rev-parse", "--short=7", "HEAD")
+    assert document["install"]["version_after"] == f"0.21.5+1.g{head}"
+    outcomes = {patch["name"]: patch["outcome"] for patch in document["patches"]}
+    assert outcomes["adoption-retry"] == outcomes["schema-once"] == "applied-offset"
+    assert "scheduler-restructured.patch chosen by content" in update.stdout
+    assert {check["name"]: check["verdict"] for check in document["smoke"]["checks"]}[
+        "ledger_adoption"
+    ] == "pass"
