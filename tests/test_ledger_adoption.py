@@ -358,11 +358,13 @@ def test_the_smoke_run_takes_the_version_apply_already_has(sandbox: Sandbox) -> 
     counter = sandbox.root / "version-runs"
     config = sandbox.patches / "patchkeeper.toml"
     command = json.dumps(["sh", "-c", f"echo run >> {counter}; echo 0.21.3"])
-    config.write_text(
-        config.read_text().replace("[install]\n", f"[install]\nversion_command = {command}\n")
-    )
-    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"  # for 0.22 on: unfixed
-    retry.write_text(retry.read_text().replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n"))
+    text = config.read_text()  # the version command is the only version source
+    sources, tags = text.index("[[install.version_source]]"), text.index("[tags]")
+    config.write_text(text[:sources] + f"version_command = {command}\n\n" + text[tags:])
+    for variant in (sandbox.patches / "adoption-retry").glob("*.patch"):  # for 0.22 on: unfixed
+        variant.write_text(
+            variant.read_text().replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n")
+        )
     (sandbox.patches / "smoke" / "ledger_adoption.py").write_text(
         "import json\nprint(json.dumps({'check': 'ledger_adoption', 'verdict': 'pass'}))\n"
     )
