@@ -27,6 +27,11 @@ What it does, in order (each step names the git commands, which are the real upd
 6. Writes a receipt, `HERMES_HOME/logs/update_receipts/update_<local time>_<pid>_<id>.json`,
    and the same bytes as `latest.json`; only the newest 20 receipts are kept. Everything
    printed is also appended to `HERMES_HOME/logs/update.log`.
+7. Stamps the checkout (after HEAD moved, before the stash is settled): `install-stamp.json`
+   at its root names the newest release behind the new HEAD (`merge-base --is-ancestor` on
+   the commits `ls-remote` listed), its version (read from the annotated tag's message, the
+   tag object fetched alone: no tag ref is made) and the commits since it (install_stamp.py).
+   A stamp that cannot be written only warns.
 
 Not here (the real updater has them): the interactive restore prompt, the
 `updates.non_interactive_local_changes: discard` setting, the parked-branch guard, forks,
