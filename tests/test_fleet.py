@@ -218,8 +218,12 @@ def state(host: Host) -> dict[str, str]:
 
 
 def version_of(host: Host) -> str:
-    text = (host.install / "hermes_cli" / "__init__.py").read_text()
-    return text.split('__version__ = "', 1)[1].split('"', 1)[0]
+    """What the host's own `hermes version` says (from 0.21.5 on: its install stamp)."""
+    proc = subprocess.run(
+        ["./hermes", "version"], cwd=host.install, capture_output=True, text=True, check=True,
+        env={**os.environ, "HERMES_HOME": str(host.hermes_home)},
+    )  # fmt: skip
+    return proc.stdout.strip()
 
 
 def rows_by_host(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
