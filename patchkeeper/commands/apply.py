@@ -32,7 +32,7 @@ from patchkeeper.proof.smoke.for_patches import (
     unfixed_results,
 )
 from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS
-from patchkeeper.report.render import emit_json, paint
+from patchkeeper.report.render import emit_json, paint, smoke_line
 from patchkeeper.update.checks import run_smoke_checks
 from patchkeeper.update.report import SmokeReport
 
@@ -96,9 +96,7 @@ def command(
     render_tree(report, "apply")
     names = [r.name for r in written]
     click.echo(f"wrote: {', '.join(names)}" if names else "nothing to write")
-    click.echo(
-        f"smoke: {proof.status.replace('-', ' ')}" + (f" ({proof.detail})" if proof.detail else "")
-    )
+    click.echo(smoke_line(proof.status, proof.detail, report.results))
     return code
 
 

@@ -187,12 +187,25 @@ def command(
 
 
 def _say_versions(reports, left_out, names) -> None:  # type: ignore[no-untyped-def]
-    """Where each ref's version came from, and the tags --since left out because their
-    release is unknown (a CalVer name is never taken for a release number)."""
+    """Which version source answered for which refs (one line), each ref of unknown version
+    with every reason, and the tags --since left out because their release is unknown (a
+    CalVer name is never taken for a release number). JSON has every ref's reasons."""
+    by_source: dict[str, list[str]] = {}
     for r in reports:
-        click.echo(f"version of {r.ref}: {r.version.said()}")
+        if r.version.version is None:
+            click.echo(f"version of {r.ref}: {r.version}")
+        else:
+            source = (r.version.answered or r.version.text).split(":")[0].split(" at ")[0]
+            by_source.setdefault(source, []).append(r.ref)
+    if by_source:
+        said = [f"{source} for {_refs(refs)}" for source, refs in by_source.items()]
+        click.echo(f"versions from: {'; '.join(said)}")
     for tag in left_out:
         click.echo(f"not judged: {names.unknown_reason(tag)}")
+
+
+def _refs(refs: list[str]) -> str:
+    return ", ".join(refs) if len(refs) <= 3 else f"{refs[0]} .. {refs[-1]} ({len(refs)} refs)"
 
 
 def _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown) -> None:  # type: ignore[no-untyped-def]

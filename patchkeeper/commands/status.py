@@ -53,8 +53,15 @@ def tree_json(report: TreeReport) -> dict:
 def note_next_steps(report: TreeReport, workspace: Workspace) -> None:
     """A line for every patch that needs a person, naming the command that settles it."""
     root, install = workspace.patch_set.root, workspace.install.path
+    advice = ""
+    if any(r.undecided for r in report.results):
+        from patchkeeper.install.version_chain import unknown_version_advice
+
+        advice = unknown_version_advice(install, report.version, workspace.settings)
     report.notes += [
-        step for r in report.results if (step := nextstep.for_patch(r, install, root)) is not None
+        step
+        for r in report.results
+        if (step := nextstep.for_patch(r, install, root, advice)) is not None
     ]
 
 

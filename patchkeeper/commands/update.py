@@ -18,7 +18,7 @@ from patchkeeper.commands.common import (
 )
 from patchkeeper.install.workspace import locked_for_writing
 from patchkeeper.patchset.load import refuse_overlapping_variants
-from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines
+from patchkeeper.report.render import emit_json, leftover_json, patch_json, patch_lines, smoke_line
 from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.report import LeftoverAction, UpdateReport
 from patchkeeper.update.run import run_update
@@ -48,7 +48,11 @@ def update_json(report: UpdateReport) -> dict[str, Any]:
             "head_before": report.head_before,
             "head_after": report.head_after,
             "version_before": report.version_before,
+            "version_before_from": report.version_before_from,
+            "version_before_not_from": report.version_before_not_from,
             "version_after": report.version_after,
+            "version_after_from": report.version_after_from,
+            "version_after_not_from": report.version_after_not_from,
         },
         "patch_set": report.patch_set,
         "phases": [asdict(p) for p in report.phases],
@@ -115,10 +119,7 @@ def render_update(report: UpdateReport) -> None:
             echo(f"      see your edit: {kept.show}")
         if report.restore.kept:
             echo(f"  merge them with conflict markers: {report.restore.command}")
-    echo(
-        f"smoke: {report.smoke.status.replace('-', ' ')}"
-        + (f" ({report.smoke.detail})" if report.smoke.detail else "")
-    )
+    echo(smoke_line(report.smoke.status, report.smoke.detail, report.patch_results))
     for post in report.post:
         echo(f"post: {' '.join(post.command)}: {post.describe()}")
     for note in report.notes:

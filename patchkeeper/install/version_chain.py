@@ -17,7 +17,12 @@ from patchkeeper.install import git
 from patchkeeper.install.version import describe_all, describe_version, version_from_command
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.userfiles import read_user_file
-from patchkeeper.patchset.version_sources import CommandSource, DescribeSource, VersionSource
+from patchkeeper.patchset.version_sources import (
+    CommandSource,
+    DescribeSource,
+    JsonKeySource,
+    VersionSource,
+)
 from patchkeeper.patchset.versions import VersionInfo, fallen_back
 
 MAX_VERSION_FILE_BYTES = 256 * 1024  # a version file or stamp is a few kB; more is no version
@@ -165,3 +170,35 @@ def a_file_answers(repo: Path, settings: Settings) -> bool:
         if _from_worktree(repo, source, settings, lambda: git.rev_parse(repo, "HEAD")).version:
             return True
     return False
+
+
+def unknown_version_advice(repo: Path, info: VersionInfo, settings: Settings) -> str:
+    """What to do when no source gave REPO's work tree a version, from why each gave none: the
+    real cause, never advice the settings already follow (a version file that is set) or that
+    cannot help (fetching tags into a shallow install, whose tags name CalVer dates)."""
+    where = settings.source or "patchkeeper.toml"
+    kinds = {type(source) for source in settings.version_sources}
+    literal = next((r for r in info.tried if r.endswith(": no __version__ literal")), None)
+    if literal and JsonKeySource not in kinds:
+        path = literal.removesuffix(": no __version__ literal")
+        return (
+            f"{path} holds no version literal (Hermes 0.21.5+ keeps it in install-stamp.json): "
+            f'add an install-stamp source to {where} ([[install.version_source]] json = '
+            f'"install-stamp.json", key = "baseVersion"), before the file'
+        )
+    stamps = [s.path for s in settings.version_sources if isinstance(s, JsonKeySource)]
+    missing = [p for p in stamps if f"{p}: no such file" in info.tried]
+    if missing:
+        return (
+            f"{repo / missing[0]} is missing: the upstream's installer or updater writes it; "
+            "run the upstream's own update or install step again to rewrite it"
+        )
+    if kinds <= {DescribeSource}:
+        return f"say where the version is kept: a [[install.version_source]] in {where}"
+    if DescribeSource in kinds and not _shallow(repo):
+        return f"fetch the release tags for git describe: git -C {repo} fetch --tags"
+    return f"see why each source gave none above, and fix the one that should answer ({where})"
+
+
+def _shallow(repo: Path) -> bool:
+    return git.out(["rev-parse", "--is-shallow-repository"], repo).strip() == "true"

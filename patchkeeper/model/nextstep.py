@@ -36,7 +36,9 @@ def shell(*argv: str | Path) -> str:
     return shlex.join(map(str, argv))
 
 
-def for_patch(result: PatchResult, install: Path, patches: Path) -> str | None:
+def for_patch(
+    result: PatchResult, install: Path, patches: Path, version_advice: str = ""
+) -> str | None:
     """One line for a patch result that needs a person: what is wrong, and the command that
     settles it. None when the result needs nobody."""
     name = result.name
@@ -60,10 +62,8 @@ def for_patch(result: PatchResult, install: Path, patches: Path) -> str | None:
         return f"{name} expired: {result.detail}"
     if result.outcome == oc.PENDING:
         return f"{name} is not applied yet: {command('apply', install=install, patches=patches)}"
-    if result.undecided:
-        return (
-            f"{name} is undecided: the install's version is unknown; set [install] "
-            f"version_file in {patches / 'patchkeeper.toml'}, or fetch the release tags: "
-            f"{shell('git', '-C', install, 'fetch', '--tags')}"
-        )
+    if result.undecided:  # VERSION_ADVICE: the cause, from why each version source gave none
+        where = patches / 'patchkeeper.toml'
+        advice = version_advice or f"say where the version is kept in {where}"
+        return f"{name} is undecided: the install's version is unknown; {advice}"
     return None

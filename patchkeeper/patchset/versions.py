@@ -143,13 +143,23 @@ class VersionInfo:
         before = f"; not from {'; '.join(self.tried)}" if self.tried else ""
         return f"{self.version} (from {self.answered or self.text}{before})"
 
+    @property
+    def read_from(self) -> str | None:
+        """The source that answered and what it read; None when none did."""
+        return (self.answered or self.text) if self.version else None
+
+    @property
+    def not_from(self) -> list[str]:
+        """Why each source that did not answer gave no version."""
+        return list(self.tried or (() if self.version else (self.text,)))
+
     def as_json(self) -> dict[str, object]:
         """The keys every JSON document that carries this version has."""
         return {
             "version": str(self.version) if self.version else None,
             "version_source": self.source,
-            "version_from": (self.answered or self.text) if self.version else None,
-            "version_not_from": list(self.tried or (() if self.version else (self.text,))),
+            "version_from": self.read_from,
+            "version_not_from": self.not_from,
         }
 
 

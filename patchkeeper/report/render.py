@@ -55,6 +55,18 @@ def outcome_word(outcome: str) -> str:
     return paint(outcome, _COLOURS.get(outcome))
 
 
+def smoke_line(status: str, detail: str, results: list[PatchResult]) -> str:
+    """The smoke line, and what it does not prove: a fix that conflicts, is undecided or
+    otherwise not in place had no check of its own pass, whatever the others' say."""
+    line = f"smoke: {status.replace('-', ' ')}" + (f" ({detail})" if detail else "")
+    unproven = [
+        f"{r.name} ({'undecided' if r.undecided else r.outcome})"
+        for r in results
+        if r.outcome in oc.FAILED or r.needs_a_person
+    ]
+    return line + (f"; not proven: {', '.join(unproven)}" if unproven else "")
+
+
 def patch_json(result: PatchResult) -> dict[str, Any]:
     return {
         "name": result.name,
@@ -114,7 +126,8 @@ _TREE_INSTALL = {
 }  # fmt: skip
 _UPDATE_INSTALL = {
     "path": None, "head_before": None, "head_after": None,
-    "version_before": None, "version_after": None,
+    "version_before": None, "version_before_from": None, "version_before_not_from": [],
+    "version_after": None, "version_after_from": None, "version_after_not_from": [],
 }  # fmt: skip
 _TREE = {"install": _TREE_INSTALL, "patch_set": None, "patches": [], "notes": []}
 _UPDATE = {

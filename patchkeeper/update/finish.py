@@ -10,6 +10,7 @@ from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import install_version
 from patchkeeper.install.version_chain import reads_the_work_tree
 from patchkeeper.leftovers import find as lo
+from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.report import LeftoverAction
 from patchkeeper.update.rollback import STATE_BACKUP
@@ -17,7 +18,10 @@ from patchkeeper.update.rollback import STATE_BACKUP
 
 def finish(ctx: RunContext) -> None:
     """Phase 10: the run is complete; the snapshot is no longer needed."""
-    ctx.report.head_after, ctx.report.version_after = _where_it_ended(ctx)
+    ctx.report.head_after, after = _where_it_ended(ctx)
+    ctx.report.version_after = str(after)
+    ctx.report.version_after_from = after.read_from
+    ctx.report.version_after_not_from = after.not_from
     if ctx.journal.before_ref and not ctx.journal.extra.get("keep_before"):
         git.run(["update-ref", "-d", ctx.journal.before_ref], ctx.install.path, check=False)
     shutil.rmtree(ctx.journal.run_dir(ctx.state_dir) / STATE_BACKUP, ignore_errors=True)
@@ -34,7 +38,7 @@ def finish(ctx: RunContext) -> None:
     jr.finish(ctx.state_dir, ctx.journal)
 
 
-def _where_it_ended(ctx: RunContext) -> tuple[str | None, str]:
+def _where_it_ended(ctx: RunContext) -> tuple[str | None, VersionInfo]:
     """HEAD and the version after the run. Phase 6 read both before it wrote the patches:
     HEAD is asked again only when something may have moved it since (a smoke check or a
     post-apply command ran, or edits of yours came back). The version is taken from phase 6
@@ -43,10 +47,10 @@ def _where_it_ended(ctx: RunContext) -> tuple[str | None, str]:
     tree, report, settings = ctx.report.tree, ctx.report, ctx.ws.settings
     restored = report.restore is not None and bool(report.restore.restored)
     if tree is None or not tree.head or report.smoke.checks or report.post or restored:
-        return ctx.install.head(), str(install_version(ctx.install, settings))
+        return ctx.install.head(), install_version(ctx.install, settings)
     if reads_the_work_tree(settings):
-        return tree.head, str(install_version(ctx.install, settings))
-    return tree.head, str(tree.version)
+        return tree.head, install_version(ctx.install, settings)
+    return tree.head, tree.version
 
 
 def _report_own_leftovers(ctx: RunContext) -> None:

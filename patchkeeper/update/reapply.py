@@ -12,7 +12,7 @@ from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import install_version
 from patchkeeper.install.state import load_applied, save_applied, written_diff
 from patchkeeper.install.version import adopt_remote_tags
-from patchkeeper.install.version_chain import a_file_answers
+from patchkeeper.install.version_chain import a_file_answers, unknown_version_advice
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
@@ -39,12 +39,16 @@ def apply(ctx: RunContext) -> str:
     _keep_records_of_undecided(ctx, backup)
     jr.checkpoint("6.1")
     results = ctx.report.tree.results
+    advice = ""
+    if any(r.undecided for r in results):
+        tree = ctx.report.tree
+        advice = unknown_version_advice(ctx.install.path, tree.version, ctx.ws.settings)
     for result in results:
         if result.outcome == oc.UPSTREAM_HAS_IT:
             ctx.report.notes.append(
                 f"{result.name}: upstream has it now: retire the patch (drop it from series)"
             )
-        step = nextstep.for_patch(result, ctx.install.path, ctx.ws.patch_set.root)
+        step = nextstep.for_patch(result, ctx.install.path, ctx.ws.patch_set.root, advice)
         if step is not None:
             ctx.report.attention.append(step)
     settle_leftovers(ctx, {r.name: r.outcome for r in results})

@@ -104,6 +104,11 @@ class UpdateReport:
     version_before: str
     head_after: str | None = None
     version_after: str | None = None
+    # where each was read: the source that answered, why the others gave none (VersionInfo)
+    version_before_from: str | None = None
+    version_before_not_from: list[str] = field(default_factory=list)
+    version_after_from: str | None = None
+    version_after_not_from: list[str] = field(default_factory=list)
     phases: list[PhaseRecord] = field(default_factory=list)
     preview: RefReport | None = None
     preview_fetch: Freshness | None = None  # the fetch of a remote-tracking --preview ref

@@ -65,6 +65,9 @@ class UpdateRun:
     ) -> None:
         install = workspace.install
         report = UpdateReport(install, journal.id, journal.old_head, journal.old_version)
+        read = journal.extra.get("version_before_read")  # absent in a journal of before
+        if isinstance(read, list) and len(read) == 2:
+            report.version_before_from, report.version_before_not_from = read
         report.patch_set = workspace.patch_set_label
         # A journal written before runs recorded it: the same update, without its options.
         report.retry = journal.extra.get("retry") or retry_command(workspace, UpdateOptions())
@@ -174,14 +177,17 @@ def start_journal(workspace: Workspace) -> jr.Journal:
     head = install.head()
     if head is None:
         raise PatchkeeperError(f"{install.path}: HEAD does not name a commit", exitcodes.USAGE)
-    return jr.Journal(
+    version = install_version(install, workspace.settings)
+    journal = jr.Journal(
         id=jr.new_run_id(),
         pid=os.getpid(),
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         old_head=head,
-        old_version=str(install_version(install, workspace.settings)),
+        old_version=str(version),
         stash_top=lo.stash_top(install),
     )
+    journal.extra["version_before_read"] = [version.read_from, version.not_from]  # for the report
+    return journal
 
 
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:

@@ -18,7 +18,7 @@ INTERPRETER_TIMEOUT = 30.0  # `python -c` printing its version
 def install_finding(install: Install, settings: Settings) -> Finding:
     version = install_version(install, settings)
     head = install.head()
-    summary = f"{install.path} (version {version}, HEAD {head[:12] if head else 'none'})"
+    summary = f"{install.path} (version {version.said()}, HEAD {head[:12] if head else 'none'})"
     if head is None:
         return Finding("install", False, f"{summary}: no commit checked out")
     if version.version is None:  # variants cannot be chosen: never "safe"

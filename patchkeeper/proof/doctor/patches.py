@@ -25,6 +25,10 @@ def patches_finding(context: DoctorContext, seen: list[PatchResult] | None = Non
         seen.extend(results)
     details = [f"{r.name}: {r.outcome}" + (f" ({r.detail})" if r.detail else "") for r in results]
     ok = tree_exit_code(results, pending_needs_attention=True) == exitcodes.OK
-    in_place = sum(1 for r in results if r.in_place)
-    summary = f"{in_place} of {len(results)} in place"
+    # Undecided (version unknown) is "not applicable" to nothing: never counted in place.
+    in_place = sum(1 for r in results if r.in_place and not r.undecided)
+    undecided = sum(1 for r in results if r.undecided)
+    summary = f"{in_place} of {len(results)} in place" + (
+        f", {undecided} undecided (the install's version is unknown)" if undecided else ""
+    )
     return Finding("patches", ok, summary, details)
