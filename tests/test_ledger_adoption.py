@@ -342,10 +342,10 @@ def test_any_lower_bound_makes_an_older_release_unfixed(
 
     from patchkeeper.model.outcomes import PatchResult
 
-    retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
-    retry.write_text(
-        retry.read_text().replace("Applies-To: >=0.21.3\n", f"Applies-To: {applies_to}\n")
-    )
+    for retry in (sandbox.patches / "adoption-retry").glob("*.patch"):  # every shape's
+        retry.write_text(
+            retry.read_text().replace("Applies-To: >=0.21.3\n", f"Applies-To: {applies_to}\n")
+        )
     patch_set = load_patch_set(sandbox.patches)
     results = [PatchResult("adoption-retry", "not-applicable")]
     found = unfixed_results(patch_set, results, Version(version))

@@ -146,7 +146,9 @@ def test_merged_3way_on_the_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
 def test_not_applicable_invalid_and_drifted_on_the_sandbox(sandbox: Sandbox) -> None:
     retry = sandbox.patches / "adoption-retry" / "scheduler-0.21.patch"
     original = retry.read_text()
-    retry.write_text(re.sub(r"Applies-To: .*", "Applies-To: >=0.19,<0.20", original))
+    for variant in (sandbox.patches / "adoption-retry").glob("*.patch"):  # every shape's
+        text = variant.read_text()
+        variant.write_text(re.sub(r"Applies-To: .*", "Applies-To: >=0.19,<0.20", text))
     code, doc = pk(sandbox, "status")
     assert outcomes(doc)["adoption-retry"] == "not-applicable"
 

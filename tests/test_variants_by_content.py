@@ -177,3 +177,22 @@ def test_the_documents_that_carry_a_choice_match_their_schemas(tmp_path: Path) -
     for document in documents:
         validate(document)
     assert all(_patch(d)["variant_choice"] is not None for d in documents)
+
+
+def test_variants_that_all_find_the_fix_upstream_agree(tmp_path: Path) -> None:
+    root, repo = _set(tmp_path), _install(tmp_path, OLD)
+    (repo / "retry.py").write_text("def adopt_while_busy(adopt):\n    return adopt()\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "upstream's own retry")
+    for variant in (root / "adopt").glob("*.patch"):
+        text = variant.read_text().replace(
+            "---\n", "Upstream-Has: retry.py: def adopt_while_busy(\n---\n", 1
+        )
+        variant.write_text(text)
+    code, document = run_json("status", "--install", repo, "--patches", root)
+    patch = _patch(document)
+    assert (code, patch["outcome"]) == (0, "upstream-has-it")
+    assert patch["variant_choice"]["reason"] == (
+        "variant new.patch chosen by content: every variant that applies finds the fix there "
+        "(upstream-has-it)"
+    )

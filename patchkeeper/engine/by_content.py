@@ -58,13 +58,16 @@ def choose_by_content(
     clean = [(v, r) for v, r in trials if r.outcome in _CLEAN]
     merged = [(v, r) for v, r in trials if r.outcome == oc.MERGED_3WAY]
     unknown = "" if known else "the version is unknown, so every variant was tried; "
-    if clean and all(r.outcome in _THERE for _, r in clean):
+    agree = len(clean) > 1 and all(r.outcome in _THERE for _, r in clean)
+    if agree:
         clean = clean[:1]  # they agree: the fix is there, nothing to write
     if len(clean) == 1 or (not clean and len(merged) == 1):
         chosen, _ = clean[0] if clean else merged[0]
         others = [_one_failure(v, r) for v, r in trials if v is not chosen]
         how_word = "applies" if clean else "applies only by a 3-way merge"
         because = "; ".join(others) if others else f"it {how_word}"
+        if agree:
+            because = f"every variant that applies finds the fix there ({clean[0][1].outcome})"
         why = f"variant {chosen.path.name} chosen by content: {unknown}{because}"
         result = classify_patch(state, patch, chosen)
         _say(result, ContentChoice(name_of[chosen.path.name], why, known, tried))
