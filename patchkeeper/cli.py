@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "unapply": "unapply",
     "check": "check",
     "lint": "lint",
+    "init": "init",
     "record": "record",
     "refresh": "refresh",
     "demo": "demo",
@@ -44,6 +45,8 @@ COMMANDS: dict[str, str] = {
     "smoke": "smoke",
     "doctor": "doctor",
     "fleet": "fleet",
+    "port": "port",
+    "timer": "timer",
 }
 
 # name -> the first line of its help, for `patchkeeper --help` without importing every
@@ -55,6 +58,7 @@ SUMMARIES: dict[str, str] = {
     "unapply": "Remove what patchkeeper wrote (all patches, or the NAMES given).",
     "check": "Show the outcome of every patch against each ref, touching nothing.",
     "lint": "Check series, headers, specifiers, variants, diffs and paths of a patch set.",
+    "init": "Copy the bundled patch set (series, patches, smoke checks, patchkeeper.toml) to DIR.",
     "record": "Capture the current changes to PATHs as patch NAME and add it to series.",
     "refresh": "Rewrite patch NAME (the variant for the current version) from the work tree.",
     "demo": "Build a practice upstream and walk through status, apply, check and update.",
@@ -70,6 +74,8 @@ SUMMARIES: dict[str, str] = {
     "smoke": "Run behavioural smoke checks against the install with its own interpreter.",
     "doctor": "Say whether the install is safe to update unattended; exit 0 only when all hold.",
     "fleet": "Roll an upstream update out to many installs with Ansible, and report on it.",
+    "port": "Carry the patch set onto a new upstream release REF, variant by variant.",
+    "timer": "Run `patchkeeper update` daily: install the systemd timer, or print a cron line.",
 }
 
 
@@ -206,7 +212,7 @@ def _wants_json(argv: list[str]) -> bool:
 # Subcommands (and `leftovers` actions) whose documents carry their own command name.
 _NAMED_PARTS: dict[str, tuple[str, ...]] = {
     "fleet": ("playbook", "report", "ready"),
-    "leftovers": ("restore", "drop"),
+    "leftovers": ("show", "restore", "drop"),
 }
 
 
@@ -220,11 +226,43 @@ def _command_name(args: list[str]) -> str:
     return f"{name} {part}" if part else name
 
 
+def _metrics_path(argv: list[str]) -> str | None:
+    """The FILE of `--metrics FILE` (or `--metrics=FILE`) before any `--`, if given."""
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    for number, arg in enumerate(options):
+        if arg == "--metrics" and number + 1 < len(options):
+            return options[number + 1]
+        if arg.startswith("--metrics="):
+            return arg.removeprefix("--metrics=")
+    return None
+
+
+def _failure_metrics(code: int) -> None:
+    """A run that stopped on an error still tells the dashboard so (`--metrics`): its exit
+    code, never the last good run's figures left standing."""
+    from pathlib import Path
+
+    path = _metrics_path(sys.argv[1:])
+    if not path or not Path(path).parent.is_dir():
+        return
+
+    import click
+
+    from patchkeeper.report.metrics import write_metrics
+
+    try:
+        write_metrics(Path(path), _command_name(sys.argv[1:]), code, {})
+    except Exception as exc:  # the first error is the one to tell; this one is said after it
+        click.echo(f"patchkeeper: {path}: metrics not written ({exc})", err=True)
+
+
 def _fail(message: str, code: int) -> NoReturn:
-    """One line on stderr; for JSON callers also one document on stdout."""
+    """One line on stderr; for JSON callers also one document on stdout; for `--metrics`
+    callers the exit code in the metrics file."""
     import click
 
     click.echo(f"patchkeeper: {message}", err=True)
+    _failure_metrics(code)
     if _wants_json(sys.argv):
         from patchkeeper.report.render import emit_json
 
@@ -279,14 +317,17 @@ def main() -> None:
     _start_up_loading()
     import click
 
-    try:
-        code = _group().main(standalone_mode=False)
+    from patchkeeper.report.render import use_colour
+
+    try:  # click drops colour off a terminal unless told: FORCE_COLOR tells it
+        code = _group().main(standalone_mode=False, color=use_colour() or None)
     except click.exceptions.Abort:
         _fail("aborted", 1)
     except click.ClickException as exc:
         if _wants_json(sys.argv):  # automation reads a document, even for a usage mistake
             _fail(f"error: {exc.format_message()}", 2)
         exc.show()
+        _failure_metrics(2)
         sys.exit(2)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

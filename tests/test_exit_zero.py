@@ -725,6 +725,22 @@ def test_preview_of_a_remote_tracking_ref_fetches_it_first(world: World) -> None
     assert {p["name"]: p["outcome"] for p in doc["patches"]} == {"fix": "conflict"}
 
 
+def test_preview_of_a_branch_a_single_branch_clone_never_fetched_fetches_it(world: World) -> None:
+    """An install cloned as `git clone --depth 1 --branch TAG` has no origin/main at all: the
+    preview fetches it first (before: exit 2, "names no commit here")."""
+    w = world
+    applied_with_edits(w)
+    git(w.install, "config", "remote.origin.fetch", "+refs/tags/v1.0.0:refs/tags/v1.0.0")
+    git(w.install, "update-ref", "-d", "refs/remotes/origin/main")
+    git(w.install, "update-ref", "-d", "refs/remotes/origin/HEAD")
+    commit_files(w.upstream, {"app.py": LINES.replace("line 10\n", "line ten\n")}, "conflicts")
+    old = w.head()
+    code, doc = pk_json(w, "update", "--preview", "origin/main")
+    assert code == 3, doc
+    assert doc["upstream"] is None and w.head() == old
+    assert doc["preview"]["commit"] == w.tip() and doc["preview"]["fetched"] is True
+
+
 def test_preview_of_a_remote_tracking_ref_that_cannot_be_fetched_stops(world: World) -> None:
     w = world
     applied_with_edits(w)

@@ -162,8 +162,12 @@ def fleet(sandbox: Sandbox, tmp_path: Path) -> Fleet:
     return made
 
 
-def play(fleet: Fleet, *extra: str, **variables: Any) -> subprocess.CompletedProcess[str]:
-    """`ansible-playbook` of the shipped playbook on the fleet's inventory."""
+def play(
+    fleet: Fleet, *extra: str, cwd: Path | None = None, pwd: bool = True, **variables: Any
+) -> subprocess.CompletedProcess[str]:
+    """`ansible-playbook` of the shipped playbook on the fleet's inventory, run from CWD
+    (default: the fleet's root) with PWD set as a shell sets it."""
+    cwd = cwd or fleet.root
     settings = {
         "patchkeeper_reports_dir": str(fleet.reports),
         "patchkeeper_smoke": False,
@@ -181,11 +185,14 @@ def play(fleet: Fleet, *extra: str, **variables: Any) -> subprocess.CompletedPro
         "ANSIBLE_RETRY_FILES_ENABLED": "0",
         "ANSIBLE_STDOUT_CALLBACK": "default",
         "LC_ALL": "C.UTF-8",  # ansible-core refuses to start under a locale that is not UTF-8
+        "PWD": str(cwd),
     }
+    if not pwd:  # started by a program, not a shell: no PWD to say where the operator is
+        del env["PWD"]
     proc = subprocess.run(
         [sys.executable, "-m", "ansible", "playbook", "-i", str(fleet.inventory),
          str(fleet.playbook), "-e", json.dumps(settings), *extra],
-        cwd=fleet.root, capture_output=True, text=True, env=env, check=False,
+        cwd=cwd, capture_output=True, text=True, env=env, check=False,
     )  # fmt: skip
     (fleet.root / "last-play.log").write_text(proc.stdout + proc.stderr)
     return proc
@@ -263,14 +270,12 @@ def reports_of(fleet: Fleet) -> dict[str, bytes]:
 
 def test_a_conflicting_canary_halts_the_rollout_with_the_rest_untouched(fleet: Fleet) -> None:
     fleet.box.publish("v2026.11.9")  # 0.24.0 reformats `_connect`: schema-once conflicts
-    for host in fleet.hosts:  # check mode judges the ref as the host has it: fetch it first
-        git(host.install, "fetch", "-q", "origin")
-    before = {host.name: state(host) for host in fleet.hosts}
+    before = {host.name: state(host) for host in fleet.hosts}  # origin/main not fetched yet
 
     dry = play(fleet, "--check", patchkeeper_preview="origin/main")
     assert dry.returncode == 2, dry.stdout[-4000:]
     rollout = dry.stdout.split("PLAY [Roll", 1)[1]
-    assert "h1: exit 3 (check): does not apply on origin/main: schema-once" in rollout
+    assert "h1: exit 3 (check): does not apply on origin/main: schema-once" in rollout  # fetched
     assert "[h2]" not in rollout
     assert {host.name: state(host) for host in fleet.hosts} == before
     assert not fleet.reports.exists()  # check mode writes nothing, on the controller either
@@ -308,6 +313,26 @@ def test_a_conflicting_canary_halts_the_rollout_with_the_rest_untouched(fleet: F
     lines = text.splitlines()
     assert [line.split()[0] for line in lines[1:5]] == list(HOSTS)
     assert sum("no report" in line for line in lines[1:5]) == 3
+
+
+def test_a_relative_reports_dir_is_where_the_operator_stands(fleet: Fleet) -> None:
+    """docs/fleet.md's `-e patchkeeper_reports_dir=reports/A`, then `patchkeeper fleet report
+    reports/A`, both from the same folder (not the playbook's): the same reports, and the halt
+    message names where they are."""
+    fleet.box.publish("v2026.11.9")  # the canary conflicts: one host is enough
+    proc = play(fleet, patchkeeper_preview="origin/main", patchkeeper_reports_dir="reports/A")
+    assert proc.returncode == 2, proc.stdout[-4000:]
+    assert f"report: {fleet.root}/reports/A/h1/update.json" in proc.stdout
+    assert not (fleet.playbook.parent / "reports").exists()
+    report = subprocess.run([sys.executable, "-m", "patchkeeper", "fleet", "report", "reports/A"],
+                            cwd=fleet.root, capture_output=True, text=True, check=False,
+                            env={**os.environ, "NO_COLOR": "1"})  # fmt: skip
+    assert report.returncode == 3, report.stdout + report.stderr
+    assert "conflict (preview)" in report.stdout and "fleet: 4 hosts" in report.stdout
+
+    unplaced = play(fleet, patchkeeper_reports_dir="reports/B", pwd=False)
+    assert unplaced.returncode == 2 and "is relative and PWD is not set" in unplaced.stdout
+    assert not (fleet.root / "reports" / "B").exists()
 
 
 def hold_lock(host: Host) -> subprocess.Popen[str]:

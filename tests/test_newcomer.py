@@ -167,7 +167,7 @@ def pip_install(spec: str, target: Path) -> Path:
     the test extras instead of the network."""
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), spec],
+         "--no-index", "--no-cache-dir", "--target", str(target), spec],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -242,8 +242,8 @@ def test_the_documented_pre_commit_hooks_run(sandbox, tmp_path: Path) -> None:  
     assert broken.returncode != 0 and "no-such.patch" in broken.stdout, broken.stdout
 
 
-def test_the_shipped_hook_manifest_is_valid() -> None:
-    env = pre_commit_env(Path("/nonexistent"))
+def test_the_shipped_hook_manifest_is_valid(tmp_path: Path) -> None:
+    env = pre_commit_env(tmp_path)  # pre-commit's home in the test's own temp dir
     proc = pre_commit(ROOT, env, "validate-manifest", ".pre-commit-hooks.yaml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -277,3 +277,24 @@ def test_the_documented_schema_validation_runs(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
                           text=True, check=False)  # fmt: skip
     assert proc.stdout.strip().endswith("valid"), proc.stdout + proc.stderr
+
+
+def test_doctor_on_a_fresh_install_fails_the_lines_the_readme_prepares_for(
+    sandbox, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    """README step 2 as written (`patchkeeper doctor`, the bundled set, the default install)
+    on a fresh install of a release the bundled fixes are for, with its venv."""
+    home = tmp_path / "home"
+    install = home / ".hermes" / "hermes-agent"
+    subprocess.run(["git", "clone", "-q", "--depth=1", "--branch=v2026.9.14",
+                    sandbox.origin.as_uri(), str(install)], check=True,
+                   capture_output=True)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(install / "venv")],
+                   check=True)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PATCHKEEPER_PATCHES"}
+    proc = subprocess.run([sys.executable, "-m", "patchkeeper", "doctor", "--json"],
+                          env={**env, "HOME": str(home), "NO_COLOR": "1"}, cwd=tmp_path,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    failing = {f["name"] for f in json.loads(proc.stdout)["findings"] if not f["ok"]}
+    said = README.split("On a fresh install", 1)[1].split("Any\nother line", 1)[0]
+    assert failing == set(re.findall(r"`([a-z ]+)`\s\(", said)), (failing, said)

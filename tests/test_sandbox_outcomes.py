@@ -192,9 +192,15 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     assert f"Audit:   patchkeeper audit --home {home}" in proc.stdout
     audited = run_cli("audit", "--home", home)  # the planted ledger, as the demo left it
     assert audited.returncode == 5 and "Never started (no started_at): 1" in audited.stdout
-    assert f"Release: python -m patchkeeper.demo publish {tmp_path / 'demo'}" in proc.stdout
+    assert f"Release: patchkeeper demo --publish {tmp_path / 'demo'}" in proc.stdout
+    published = run_cli("demo", "--publish", tmp_path / "demo")  # the line, as a pipx user has it
+    assert published.returncode == 0 and "published v2026.9.24" in published.stdout, published
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
+    (tmp_path / "a-file").write_text("")
+    unusable = run_cli("demo", "--dir", tmp_path / "a-file" / "demo")
+    assert unusable.returncode == 2 and unusable.stderr.count("\n") == 1, unusable
+    assert "cannot build a sandbox there" in unusable.stderr
 
 
 def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> None:

@@ -91,6 +91,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
         run("status", *where),
         run("check", "--ref", "HEAD", "--ref", "v1.0.0", *where),
         run("lint", "--patches", patches),
+        run("port", "--onto", "v1.0.0", *where),
         run("smoke", *where),
         run("doctor", *where),
         run("apply", *where),
@@ -106,6 +107,7 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     listed = run("leftovers", *where)
     out.append(listed)
     first = listed["leftovers"][0]["id"]
+    out.append(run("leftovers", "show", first, *where))
     out.append(run("leftovers", "restore", first, *where))
     git(repo, "checkout", "-q", "--", "other.py")
     stash(repo, "other.py", LINES + "dropped\n")
@@ -129,13 +131,16 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     )
     ledgers.write_jobs(home, [ledgers.job("d1g3st"), ledgers.job("b4ckup")])
     out.append(run("audit", "--home", home, "--days", "3"))
+    out.append(run("init", tmp / "own-set"))
+    out.append(run("init", tmp / "own-set"))  # not empty now: the error document
 
     missing = ["--install", tmp / "no-such-install", "--patches", patches]
     for words in (
         ["status"], ["apply"], ["unapply"], ["check", "--ref", "HEAD"], ["smoke"],
         ["record", "x", "--path", "x.py", "-m", "X"], ["refresh", "x"], ["update"],
-        ["recover"], ["leftovers"], ["leftovers", "restore", "0123456789"],
-        ["leftovers", "drop", "0123456789"], ["fleet", "ready"],
+        ["recover"], ["leftovers"], ["leftovers", "show", "0123456789"],
+        ["leftovers", "restore", "0123456789"],
+        ["leftovers", "drop", "0123456789"], ["fleet", "ready"], ["port", "--onto", "HEAD"],
     ):  # fmt: skip
         out.append(run(*words, *missing))
     out.append(run("fleet", "report", tmp / "no-such-reports"))
@@ -154,7 +159,8 @@ def test_every_command_has_a_schema_and_every_document_is_valid(
     from patchkeeper.report.render import DOCUMENT_KEYS
 
     commands = {doc["command"] for doc in documents}
-    assert set(DOCUMENT_KEYS) | {"leftovers restore", "leftovers drop"} <= commands
+    parts = {"leftovers restore", "leftovers drop", "leftovers show"}
+    assert set(DOCUMENT_KEYS) | parts <= commands
     for document in documents:
         validate(document)
     for command in commands - {"demo", "lint", "doctor"}:  # lint and doctor report, never stop

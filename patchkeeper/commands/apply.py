@@ -10,9 +10,11 @@ import click
 from patchkeeper.commands.common import (
     install_option,
     json_option,
+    metrics_option,
     open_workspace,
     patches_option,
     wait_option,
+    write_metrics,
 )
 from patchkeeper.commands.status import (
     note_leftovers_in,
@@ -49,8 +51,14 @@ SKIPPED = "skipped"  # --no-smoke: the patches written are not proven
     help="Do not run the smoke checks of the patches written (the report says so; exit 5).",
 )
 @json_option
+@metrics_option
 def command(
-    install_path: Path | None, patches_dir: Path | None, wait: float, no_smoke: bool, as_json: bool
+    install_path: Path | None,
+    patches_dir: Path | None,
+    wait: float,
+    no_smoke: bool,
+    as_json: bool,
+    metrics_path: Path | None,
 ) -> int:
     """Apply every patch that applies; report the rest.
 
@@ -90,6 +98,9 @@ def command(
     if proof.status == SKIPPED:  # in place, yet nothing proves it: never green
         report.notes.append("written, not proven: --no-smoke")
         code = exitcodes.worst(code, exitcodes.ATTENTION)
+    if metrics_path is not None:
+        document = {**tree_json(report), "smoke": asdict(proof)}
+        write_metrics(metrics_path, "apply", code, document, workspace.install.state_dir)
     if as_json:
         emit_json("apply", code, **tree_json(report), smoke=asdict(proof))
         return code

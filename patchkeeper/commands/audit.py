@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from patchkeeper.commands.common import metrics_option, write_metrics
 from patchkeeper.proof.audit.reconcile import DEFAULT_DAYS, audit, resolve_home
 from patchkeeper.report.audit import render_text, to_dict
 from patchkeeper.report.render import emit_json
@@ -59,8 +60,14 @@ class Duration(click.ParamType):
     help="How many days the per-day table shows.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
+@metrics_option
 def command(
-    home: Path, profile: str | None, stuck_after: timedelta, days: int, as_json: bool
+    home: Path,
+    profile: str | None,
+    stuck_after: timedelta,
+    days: int,
+    as_json: bool,
+    metrics_path: Path | None,
 ) -> int:
     """Check the cron ledger for jobs that silently did not run.
 
@@ -82,10 +89,12 @@ def command(
     result = audit(
         resolve_home(home, profile), stuck_after=stuck_after, days=days
     )
+    document = to_dict(result)
+    for key in ("schema", "command", "exit_code"):
+        document.pop(key)
+    if metrics_path is not None:
+        write_metrics(metrics_path, "audit", result.exit_code, document)
     if as_json:
-        document = to_dict(result)
-        for key in ("schema", "command", "exit_code"):
-            document.pop(key)
         emit_json("audit", result.exit_code, **document, patches=[])  # audit judges no patch
     else:
         click.echo(render_text(result), nl=False)

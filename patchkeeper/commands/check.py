@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.commands.common import install_option, patches_option
+from patchkeeper.commands.common import install_option, metrics_option, patches_option
 
 FORMATS = ("text", "json", "junit", "github")
 
@@ -90,6 +90,7 @@ def render_table(reports) -> None:  # type: ignore[no-untyped-def]
 )
 @install_option
 @patches_option
+@metrics_option
 def command(
     refs: tuple[str, ...],
     tag_globs: tuple[str, ...],
@@ -101,6 +102,7 @@ def command(
     progress: bool | None,
     install_path: Path | None,
     patches_dir: Path | None,
+    metrics_path: Path | None,
 ) -> int:
     """Show the outcome of every patch against each ref, touching nothing.
 
@@ -170,6 +172,11 @@ def command(
 
         write_junit(reports, junit_path)
     label = workspace.patch_set_label
+    if metrics_path is not None:
+        from patchkeeper.commands.common import write_metrics
+
+        targets = [_target_json(r) for r in reports]
+        write_metrics(metrics_path, "check", code, {"install": str(repo), "targets": targets})
     if output == "json":
         _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown)
     elif output == "junit":
@@ -208,8 +215,20 @@ def _refs(refs: list[str]) -> str:
     return ", ".join(refs) if len(refs) <= 3 else f"{refs[0]} .. {refs[-1]} ({len(refs)} refs)"
 
 
+def _target_json(report) -> dict:  # type: ignore[no-untyped-def]
+    """One ref's part of the document: its version, where it was read, every patch's outcome."""
+    from patchkeeper.report.render import patch_json
+
+    return {
+        "ref": report.ref,
+        "commit": report.commit,
+        **report.version.as_json(),
+        "patches": [patch_json(p) for p in report.results],
+    }
+
+
 def _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown) -> None:  # type: ignore[no-untyped-def]
-    from patchkeeper.report.render import emit_json, patch_json
+    from patchkeeper.report.render import emit_json
 
     emit_json(
         "check",
@@ -221,15 +240,7 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown) ->
             "fetched": fetch_remote,
             "unknown_release": unknown,
         },
-        targets=(  # written one by one as they come (see emit_json)
-            {
-                "ref": r.ref,
-                "commit": r.commit,
-                **r.version.as_json(),
-                "patches": [patch_json(p) for p in r.results],
-            }
-            for r in reports
-        ),
+        targets=(_target_json(r) for r in reports),  # written one by one (see emit_json)
         patches=(
             {"name": p.name, "outcome": p.outcome, "ref": r.ref} for r in reports for p in r.results
         ),

@@ -41,6 +41,38 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")(f)
 
 
+def _metrics_folder_exists(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> Path | None:
+    """Refused before the command runs (exit 2, nothing done): a metrics file whose folder is
+    not there would otherwise be found out only after an update."""
+    if value is not None and not value.parent.is_dir():
+        raise click.BadParameter(f"{value.parent}: no such folder", ctx, param)
+    return value
+
+
+def metrics_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--metrics",
+        "metrics_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        callback=_metrics_folder_exists,
+        help="Also write the result as Prometheus metrics to this file (for node_exporter's "
+        "textfile collector; replaced atomically).",
+    )(f)
+
+
+def write_metrics(
+    path: Path, command: str, code: int, document: dict[str, Any], state_dir: Path | None = None
+) -> None:
+    """`--metrics PATH`: the run's JSON DOCUMENT as Prometheus metrics (report/metrics.py,
+    loaded only when asked for)."""
+    from patchkeeper.report.metrics import write_metrics as write
+
+    write(path, command, code, document, state_dir=state_dir)
+
+
 class Seconds(click.ParamType):
     """A finite number of seconds (nan and inf would never time out, or crash a wait)."""
 
@@ -72,6 +104,21 @@ def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+class WholeSummaries(click.Group):
+    """A command group whose --help lists each subcommand's whole first line: click's short
+    help cuts it at the terminal's width ("Write out the Ansible playbook that rolls...")."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            sub = self.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                rows.append((name, sub.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 def __getattr__(name: str) -> Any:
     """`open_workspace`, loaded when a command asks for it: the options alone (lint's, for
     one) need none of what opening an install and its patch set imports."""
@@ -84,8 +131,11 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Seconds",
+    "WholeSummaries",
     "install_option",
     "json_option",
+    "metrics_option",
     "patches_option",
     "wait_option",
+    "write_metrics",
 ]

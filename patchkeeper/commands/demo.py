@@ -20,6 +20,7 @@ from patchkeeper.install.checkout import open_install
 from patchkeeper.install.workspace import Workspace, locked_for_writing
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model import outcomes as oc
+from patchkeeper.model.errors import UserError
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
@@ -91,6 +92,17 @@ def show_apply(tell: Narration, workspace: Workspace) -> None:
     )
 
 
+def publish(root: Path, tag: str | None) -> int:
+    """Release TAG (default: the next one) in the sandbox at ROOT: what a pipx install, with
+    no `python -m patchkeeper.demo` at hand, runs after the demo."""
+    from patchkeeper.demo.sandbox import open_copied_sandbox
+
+    sandbox = open_copied_sandbox(root)
+    tag = sandbox.publish(tag or sandbox.next_release())  # a version names its tag
+    click.echo(f"published {tag}: origin's main is at it; run `patchkeeper update` to get it")
+    return exitcodes.OK
+
+
 def explore_line(sandbox: Sandbox) -> str:
     """The command to go on with, HERMES_HOME set: without it the practice updater (run by
     `update`) would fall back to `home/` inside the checkout and write there."""
@@ -106,8 +118,18 @@ def explore_line(sandbox: Sandbox) -> str:
     default=None,
     help="Where to build the sandbox (default: a new temp dir, kept for you to explore).",
 )
+@click.option(
+    "--publish",
+    "publish_in",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Only publish the next practice release (or --tag TAG) in this sandbox, then stop.",
+)
+@click.option("--tag", default=None, help="With --publish: the release to publish.")
 @json_option
-def command(directory: Path | None, as_json: bool) -> int:
+def command(
+    directory: Path | None, publish_in: Path | None, tag: str | None, as_json: bool
+) -> int:
     """Build a practice upstream and walk through status, apply, check and update.
 
     Needs no network. The sandbox is kept afterwards: run any command on it with
@@ -123,7 +145,14 @@ def command(directory: Path | None, as_json: bool) -> int:
     from patchkeeper.demo.ledger import plant_ledger
     from patchkeeper.demo.sandbox import build_sandbox
 
+    if publish_in is not None:
+        return publish(publish_in, tag)
     tell = Narration(as_json)
+    if directory is not None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except (FileNotFoundError, NotADirectoryError, FileExistsError) as exc:
+            raise UserError(f"{directory}: cannot build a sandbox there ({exc.strerror})") from None
     root = directory or Path(tempfile.mkdtemp(prefix="patchkeeper-demo-"))
     sandbox = build_sandbox(root, install_tag=START)
     os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
@@ -219,9 +248,9 @@ def command(directory: Path | None, as_json: bool) -> int:
         f"Explore: {explore_line(sandbox)}\n"
         f"Audit:   patchkeeper audit --home {shlex.quote(str(sandbox.home))}"
         "   (a planted ledger: a job lost to 'database is locked')\n"
-        f"Release: python -m patchkeeper.demo publish {shlex.quote(str(sandbox.root))}"
+        f"Release: patchkeeper demo --publish {shlex.quote(str(sandbox.root))}"
         "   (the next practice release, for the next `update`;\n"
-        "         name one as `... publish DIR 0.22.0`, or `0.21.5+1`: a main-channel commit\n"
-        "         whose worker is restructured like upstream's newest)"
+        "         name one with `--tag 0.22.0` (or its tag), or `--tag 0.21.5+1`: a main-channel\n"
+        "         commit whose worker is restructured like upstream's newest)"
     )
     return code

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.commands.common import install_option, json_option, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    metrics_option,
+    patches_option,
+    write_metrics,
+)
 from patchkeeper.install.remembered import choose_near
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.proof.doctor.diagnose import diagnose
@@ -34,7 +40,10 @@ def render(report: DoctorReport) -> None:
 @install_option
 @patches_option
 @json_option
-def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
+@metrics_option
+def command(
+    install_path: Path | None, patches_dir: Path | None, as_json: bool, metrics_path: Path | None
+) -> int:
     """Say whether the install is safe to update unattended; exit 0 only when all hold.
 
     The patch set is chosen as every command chooses it (--patches, PATCHKEEPER_PATCHES, the
@@ -56,15 +65,15 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     """
     choice = choose_near(patches_dir, install_path)
     report = diagnose(install_path, (choice.path or bundled_patches()).expanduser(), choice.reason)
+    document = {
+        "install": str(report.install_path),
+        "findings": [asdict(f) for f in report.findings],
+        "patches": [patch_json(result) for result in report.patches],
+    }
+    if metrics_path is not None:
+        write_metrics(metrics_path, "doctor", report.exit_code, document)
     if as_json:
-        findings = [asdict(f) for f in report.findings]
-        emit_json(
-            "doctor",
-            report.exit_code,
-            install=str(report.install_path),
-            findings=findings,
-            patches=[patch_json(result) for result in report.patches],
-        )
+        emit_json("doctor", report.exit_code, **document)
     else:
         render(report)
     return report.exit_code

@@ -11,17 +11,20 @@ from pathlib import Path
 import click
 
 from patchkeeper.commands.common import (
+    WholeSummaries,
     install_option,
     json_option,
+    metrics_option,
     open_workspace,
     patches_option,
     wait_option,
+    write_metrics,
 )
 from patchkeeper.model.errors import UserError
 from patchkeeper.report.render import emit_json
 
 
-@click.group("fleet")
+@click.group("fleet", cls=WholeSummaries)
 def command() -> None:
     """Roll an upstream update out to many installs with Ansible, and report on it.
 
@@ -79,7 +82,8 @@ def playbook(out_dir: Path | None) -> int:
 @command.command("report")
 @click.argument("reports_dir", type=click.Path(path_type=Path, file_okay=False))
 @json_option
-def report(reports_dir: Path, as_json: bool) -> int:
+@metrics_option
+def report(reports_dir: Path, as_json: bool, metrics_path: Path | None) -> int:
     """One row per host of a rollout: versions, each patch's outcome, smoke, leftovers, exit.
 
     REPORTS_DIR is the playbook's `patchkeeper_reports_dir`. A host that never ran, or whose
@@ -94,6 +98,8 @@ def report(reports_dir: Path, as_json: bool) -> int:
 
     fleet = read_fleet(reports_dir)
     code = fleet.exit_code()
+    if metrics_path is not None:  # one file for the fleet, a `host` label on each host's lines
+        write_metrics(metrics_path, "fleet report", code, fleet_json(fleet))
     if as_json:
         emit_json("fleet report", code, **fleet_json(fleet))
     else:

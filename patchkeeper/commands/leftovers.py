@@ -76,8 +76,12 @@ def list_leftovers(workspace, as_json: bool) -> int:
     return code
 
 
-def show(workspace, leftover_id: str) -> int:
+def show(workspace, leftover_id: str, as_json: bool = False) -> int:
     item = lo.find_by_id(workspace.install, workspace.patch_set, leftover_id)
+    if as_json:  # the diff as text: bytes that are not UTF-8 are replaced (U+FFFD)
+        diff = heal.leftover_diff(workspace.install.path, item).decode("utf-8", "replace")
+        emit_json("leftovers show", exitcodes.OK, leftover=leftover_json(item), diff=diff)
+        return exitcodes.OK
     click.echo(f"# {item.id} {item.kind} {item.classification}: {item.label}")
     sys.stdout.flush()
     sys.stdout.buffer.write(heal.leftover_diff(workspace.install.path, item))
@@ -193,7 +197,7 @@ def command(
             f"`patchkeeper leftovers {action}` needs an ID (see `patchkeeper leftovers`)"
         )
     if action == "show":
-        return show(workspace, leftover_id)
+        return show(workspace, leftover_id, as_json)
     with locked_for_writing(workspace, f"leftovers {action}", wait) as lock:
         notes, least = settled_notes(lock)
         for note in notes:  # stderr under --json: stdout holds one document

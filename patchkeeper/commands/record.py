@@ -16,7 +16,7 @@ from patchkeeper.commands.common import (
 from patchkeeper.engine.authoring import record_patch
 from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.install.lock import InstallLock
-from patchkeeper.install.workspace import Workspace, locked_for_writing
+from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_bundled_set
 from patchkeeper.model import exitcodes
 from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.report.render import emit_json
@@ -89,6 +89,7 @@ def command(
           -m "Checkpoint the ledger WAL less often"
     """
     workspace = open_workspace(install_path, patches_dir)
+    refuse_bundled_set(workspace, "record")
     with locked_for_writing(workspace, "record", wait) as lock:
         version = install_version(workspace.install, workspace.settings)
         written = record_patch(

@@ -10,9 +10,11 @@ from patchkeeper.commands.common import (
     Seconds,
     install_option,
     json_option,
+    metrics_option,
     open_workspace,
     patches_option,
     wait_option,
+    write_metrics,
 )
 from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.commands.update import render_update, update_json
@@ -64,12 +66,14 @@ def meaning(report: RecoverReport, code: int) -> str:
 @patches_option
 @wait_option
 @json_option
+@metrics_option
 def command(
     timeout: float | None,
     install_path: Path | None,
     patches_dir: Path | None,
     wait: float,
     as_json: bool,
+    metrics_path: Path | None,
 ) -> int:
     """Bring the install to a consistent state after an update was interrupted.
 
@@ -89,13 +93,15 @@ def command(
     if lock.taken_over:
         report.actions.insert(0, f"took over the lock of dead {lock.taken_over.describe()}")
     code = report.exit_code()
+    extra: dict = {}
+    if report.update is not None:
+        extra = update_json(report.update)
+    elif report.tree is not None:
+        extra = tree_json(report.tree)
+    extra.setdefault("patches", [])
+    if metrics_path is not None:
+        write_metrics(metrics_path, "recover", code, extra, workspace.install.state_dir)
     if as_json:
-        extra = {}
-        if report.update is not None:
-            extra = update_json(report.update)
-        elif report.tree is not None:
-            extra = tree_json(report.tree)
-        extra.setdefault("patches", [])
         emit_json(
             "recover",
             code,

@@ -16,7 +16,7 @@ from patchkeeper.commands.common import (
 from patchkeeper.commands.record import settled_notes, written_json
 from patchkeeper.engine.authoring import refresh_patch
 from patchkeeper.install.checkout import install_version
-from patchkeeper.install.workspace import locked_for_writing
+from patchkeeper.install.workspace import locked_for_writing, refuse_bundled_set
 
 
 @click.command("refresh")
@@ -41,6 +41,7 @@ def command(
       patchkeeper refresh schema-once
     """
     workspace = open_workspace(install_path, patches_dir)
+    refuse_bundled_set(workspace, "refresh")
     with locked_for_writing(workspace, "refresh", wait) as lock:
         version = install_version(workspace.install, workspace.settings)
         refreshed = refresh_patch(workspace.install, workspace.patch_set, version, name)

@@ -8,7 +8,14 @@ from typing import Any
 
 import click
 
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    metrics_option,
+    open_workspace,
+    patches_option,
+    write_metrics,
+)
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.proof.smoke.catalog import select_checks
 from patchkeeper.proof.smoke.interpreter import interpreter_facts
@@ -77,8 +84,13 @@ def echo_progress(name: str, text: str) -> None:
 @patches_option
 @click.option("--check", "check_name", default=None, help="Run only this check (smoke/NAME.py).")
 @json_option
+@metrics_option
 def command(
-    install_path: Path | None, patches_dir: Path | None, check_name: str | None, as_json: bool
+    install_path: Path | None,
+    patches_dir: Path | None,
+    check_name: str | None,
+    as_json: bool,
+    metrics_path: Path | None,
 ) -> int:
     """Run behavioural smoke checks against the install with its own interpreter.
 
@@ -97,6 +109,9 @@ def command(
     report = run_checks(
         workspace.install, workspace.settings, workspace.patch_set, names, progress
     )
+    if metrics_path is not None:
+        document = {"install": str(workspace.install.path), **report_json(report)}
+        write_metrics(metrics_path, "smoke", report.exit_code, document)
     if as_json:
         emit_json(
             "smoke",

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from patchkeeper.commands.common import install_option, json_option, open_workspace, patches_option
+from patchkeeper.commands.common import (
+    install_option,
+    json_option,
+    metrics_option,
+    open_workspace,
+    patches_option,
+    write_metrics,
+)
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
@@ -99,7 +106,10 @@ def update_not_done(workspace: Workspace) -> str | None:
 @install_option
 @patches_option
 @json_option
-def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) -> int:
+@metrics_option
+def command(
+    install_path: Path | None, patches_dir: Path | None, as_json: bool, metrics_path: Path | None
+) -> int:
     """Show each patch's outcome against the install's current work tree.
 
     A patch that is not applied yet shows what `apply` would do; `drifted` means patchkeeper
@@ -129,6 +139,8 @@ def command(install_path: Path | None, patches_dir: Path | None, as_json: bool) 
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
         code = exitcodes.worst(code, exitcodes.ATTENTION)
+    if metrics_path is not None:
+        write_metrics(metrics_path, "status", code, tree_json(report), workspace.install.state_dir)
     if as_json:
         emit_json("status", code, **tree_json(report))
     else:

@@ -12,9 +12,11 @@ from patchkeeper.commands.common import (
     Seconds,
     install_option,
     json_option,
+    metrics_option,
     open_workspace,
     patches_option,
     wait_option,
+    write_metrics,
 )
 from patchkeeper.install.workspace import locked_for_writing
 from patchkeeper.patchset.load import refuse_overlapping_variants
@@ -150,6 +152,7 @@ def render_update(report: UpdateReport) -> None:
 @patches_option
 @wait_option
 @json_option
+@metrics_option
 def command(
     args: tuple[str, ...],
     timeout: float | None,
@@ -159,6 +162,7 @@ def command(
     patches_dir: Path | None,
     wait: float,
     as_json: bool,
+    metrics_path: Path | None,
 ) -> int:
     """Run the upstream update ([update] command, plus ARGS after `--`) keeping the patches.
 
@@ -185,6 +189,9 @@ def command(
     if lock.settled:
         report.notes.append(lock.settled.describe())
     code = report.exit_code()
+    if metrics_path is not None:
+        document = update_json(report)
+        write_metrics(metrics_path, "update", code, document, workspace.install.state_dir)
     if as_json:
         emit_json("update", code, **update_json(report))
     else:

@@ -60,14 +60,29 @@ def remote_tracking(repo: Path, ref: str) -> Freshness | None:
     """REF as a remote-tracking branch (origin/main, refs/remotes/origin/main), else None."""
     proc = git.run(["rev-parse", "--symbolic-full-name", ref], repo, check=False)
     full = proc.stdout.decode(errors="replace").strip()
-    if proc.returncode != 0 or not full.startswith("refs/remotes/"):
-        return None
     remotes = git.out(["remote"], repo).split()
+    if proc.returncode != 0 or not full:  # no such ref here: one never fetched, perhaps
+        return _never_fetched(ref, remotes)
+    if not full.startswith("refs/remotes/"):
+        return None
     owners = [r for r in remotes if full.startswith(f"refs/remotes/{r}/")]
     if not owners:
         return None
     remote = max(owners, key=len)
     return Freshness(ref, full, remote, full.removeprefix(f"refs/remotes/{remote}/"))
+
+
+def _never_fetched(ref: str, remotes: list[str]) -> Freshness | None:
+    """REF as REMOTE/BRANCH of a configured remote that this clone has never fetched: a
+    single-branch shallow clone of a tag (what installers make) has no origin/main until a
+    fetch brings it. None when REF names no configured remote."""
+    name = ref.removeprefix("refs/remotes/")
+    owners = [r for r in remotes if name.startswith(f"{r}/") and len(name) > len(r) + 1]
+    if not owners:
+        return None
+    remote = max(owners, key=len)
+    branch = name.removeprefix(f"{remote}/")
+    return Freshness(ref, f"refs/remotes/{remote}/{branch}", remote, branch)
 
 
 def _last_update(repo: Path, full: str) -> float | None:

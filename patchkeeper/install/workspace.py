@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from patchkeeper.install import remembered
 from patchkeeper.install.checkout import Install, open_install, refuse_if_busy_with_git
 from patchkeeper.model import exitcodes
-from patchkeeper.model.errors import PatchkeeperError
-from patchkeeper.patchset.bundled import bundled_patches
+from patchkeeper.model.errors import PatchkeeperError, UserError
+from patchkeeper.patchset.bundled import bundled_patches, is_packaged
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings, load_settings
@@ -64,6 +64,22 @@ def open_workspace(
     settings, patch_set = open_patch_set(choice.path, deferred=deferred)
     install = install or open_install(install_path or settings.install_path)
     return Workspace(settings, install, patch_set, choice.reason)
+
+
+INIT_HINT = "patchkeeper init ~/patchkeeper-patches"
+
+
+def refuse_bundled_set(workspace: Workspace, command: str) -> None:
+    """`record` and `refresh` write the patch set: never the bundled one with no set named
+    (it is patchkeeper's, not the operator's), and never the copy inside the installed
+    package, however named (the next upgrade or reinstall would delete what was written)."""
+    root = workspace.patch_set.root
+    if workspace.patch_set_reason == remembered.BUNDLED or is_packaged(root):
+        raise UserError(
+            f"{root}: {command} will not write into the bundled patch set (an upgrade replaces "
+            f"it); start a set of your own with `{INIT_HINT}`, then pass --patches "
+            "~/patchkeeper-patches (or set PATCHKEEPER_PATCHES)"
+        )
 
 
 def refuse_if_unfinished(install: Install) -> None:

@@ -105,6 +105,16 @@ def _first_section_line(path: Path) -> int | None:
     return next((n + 1 for n, line in enumerate(lines) if line.startswith("diff --git ")), None)
 
 
+def _detail_line(path: Path, detail: str) -> int | None:
+    """The line a reason names in PATH (`PATH:LINE: what is wrong`, as an invalid patch's
+    says it: the bad header line), or None."""
+    prefix = f"{path}:"
+    if not detail.startswith(prefix):
+        return None
+    number = detail[len(prefix) :].split(":", 1)[0]
+    return int(number) if number.isdigit() else None
+
+
 def _conflict_message(conflict: HunkConflict) -> list[str]:
     where = f"hunk #{conflict.hunk} ({conflict.header})" if conflict.hunk else "the whole file"
     lines = [f"{conflict.file}: {where}: {conflict.reason}"]
@@ -165,7 +175,7 @@ def _keys(patch_set: PatchSet, result: PatchResult):
             return Annotation(
                 "error",
                 path,
-                _first_section_line(path),
+                _detail_line(path, result.detail) or _first_section_line(path),
                 f"patchkeeper: {name} {result.outcome}",
                 f"{name} is {result.outcome} on {{refs}}: {result.detail}",
             )

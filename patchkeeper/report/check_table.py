@@ -172,7 +172,11 @@ def render_matrix(reports: Sequence[RefReport], *, colour: bool = True) -> list[
             cells.append(text + " " * (w - len(word(result))))
         lines.append(f"{name:<{width}}  " + "  ".join(cells).rstrip())
     for report in reports:
-        details = [r for r in report.results if r.offsets or r.conflicts or r.merged_files]
+        details = [
+            r
+            for r in report.results
+            if r.offsets or r.conflicts or r.merged_files or (needs_work(r) and r.detail)
+        ]
         if details:
             lines.append(f"\n{report.ref} ({report.commit[:12]}):")
             for result in details:

@@ -1,13 +1,15 @@
 """Progress on stderr for work that takes more than about a second.
 
 On a terminal: one line rewritten in place ("check: 12/60 refs (v0.23.4)"), shown only once
-the work has taken a second, and cleared at the end, so a quick run prints nothing. Anywhere
+the work has taken a second, and cleared at the end, so a quick run prints nothing; a dumb
+one (TERM=dumb), which cannot clear a line, gets the plain lines a log gets. Anywhere
 else (a CI log) it is quiet unless asked for (`--progress`); asked for, it prints a plain
 line at most once a second, and the last one.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import TextIO
@@ -28,8 +30,9 @@ class Progress:
         stream: TextIO | None = None,
     ) -> None:
         self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.enabled = self.tty if enabled is None else enabled
+        terminal = self.stream.isatty()
+        self.tty = terminal and os.environ.get("TERM") != "dumb"  # a line rewritten in place
+        self.enabled = terminal if enabled is None else enabled
         self.label, self.total, self.unit = label, total, unit
         self.started = time.monotonic()
         self.shown_at: float | None = None

@@ -36,15 +36,22 @@ _COLOURS = {
 }
 
 
+def colour_forced() -> bool:
+    """FORCE_COLOR (force-color.org) or CLICOLOR_FORCE set, and not to 0: colour off a
+    terminal too (a CI log that renders it)."""
+    forcing = ("FORCE_COLOR", "CLICOLOR_FORCE")
+    return any(os.environ.get(name, "") not in ("", "0") for name in forcing)
+
+
 def use_colour() -> bool:
-    """On a terminal only, and not when NO_COLOR is set and non-empty (no-color.org) or the
-    terminal is dumb (as git does). A stdout closed from the start (None) is no terminal."""
-    return (
-        sys.stdout is not None
-        and sys.stdout.isatty()
-        and not os.environ.get("NO_COLOR")
-        and os.environ.get("TERM") != "dumb"
-    )
+    """Never when NO_COLOR is set and non-empty (no-color.org); always when forced
+    (`colour_forced`); else on a terminal only, and not a dumb one (as git does). A stdout
+    closed from the start (None) is no terminal."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if colour_forced():
+        return True
+    return sys.stdout is not None and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
 
 
 def paint(text: str, colour: str | None) -> str:
@@ -147,11 +154,16 @@ _LEFTOVERS = {
     "leftovers": [], "updater_backups": [], "leftover": None, "clean": None, "written": [],
     "conflicts": [], "backup_ref": None, "undo": None, "patches": [],
 }  # fmt: skip
+_PORT = {
+    "status": None, "onto": None, "commit": None, "version": None, "patch_set": None,
+    "out": None, "patches": [], "conflict": None, "smoke": None, "next_step": None, "notes": [],
+}  # fmt: skip
 DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "status": _TREE,
     "apply": {**_TREE, "smoke": None},
     "unapply": _TREE,
     "record": _TREE,
+    "init": {"patch_set": None, "source": None, "files": [], "patches": []},
     "refresh": _TREE,
     "check": {"patch_set": None, "selection": None, "targets": [], "patches": []},
     "lint": {"patch_set": None, "problems": [], "patches": []},
@@ -160,10 +172,12 @@ DOCUMENT_KEYS: dict[str, dict[str, Any]] = {
     "update": _UPDATE,
     "recover": {"direction": None, "meaning": None, "actions": [], **_UPDATE},
     "leftovers": _LEFTOVERS,
+    "leftovers show": {**_LEFTOVERS, "diff": None},
     "audit": _AUDIT,
     "demo": {"sandbox": None, "steps": [], **_UPDATE},
     "fleet report": {"reports_dir": None, "counts": {}, "hosts": [], "patches": []},
     "fleet ready": {"install": None, "patch_set": None, "patches": []},
+    "port": _PORT,
 }
 
 

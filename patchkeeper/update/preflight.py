@@ -69,6 +69,14 @@ def _freshen(ctx: RunContext, ref: str) -> str:
     ctx.report.preview_fetch = fresh
     if fresh is None or fresh.fetched:
         return ""
+    if fresh.before is None:  # never fetched: there is nothing to preview as it is
+        ctx.report.not_done = f"could not fetch {fresh.remote} to preview {ref}"
+        ctx.report.attention.append(
+            f"could not fetch {fresh.remote} to preview {ref} ({fresh.error}), and this clone "
+            f"has never fetched {ref}: nothing was changed; check the name, and retry once "
+            f"{fresh.remote} can be reached"
+        )
+        return f"could not fetch {fresh.remote}: stopped before touching anything"
     stale = (
         f"could not fetch {fresh.remote} to preview {ref} ({fresh.error}); {ref} was last "
         f"fetched {fresh.age()} ({(fresh.before or '?')[:12]})"
