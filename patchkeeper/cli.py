@@ -266,8 +266,11 @@ def _fail(message: str, code: int) -> NoReturn:
     if _wants_json(sys.argv):
         from patchkeeper.report.render import emit_json
 
-        emit_json(_command_name(sys.argv[1:]), code, error=message.removeprefix("error: "),
-                  patches=[])  # fmt: skip
+        try:
+            emit_json(_command_name(sys.argv[1:]), code, error=message.removeprefix("error: "),
+                      patches=[])  # fmt: skip
+        except OSError:  # stdout is what failed (a full disk): the line above says it all
+            _to_devnull(sys.stdout.fileno())
     sys.exit(code)
 
 
