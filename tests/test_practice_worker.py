@@ -21,6 +21,7 @@ from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.patchset.bundled import bundled_patches
 
 ADOPTION = bundled_patches() / "adoption-retry" / "scheduler-0.21.patch"
+RESTRUCTURED = bundled_patches() / "adoption-retry" / "scheduler-restructured.patch"
 BRANCH = RESTRUCTURED_WORKER.branch
 
 
@@ -72,10 +73,11 @@ def test_the_worker_and_launcher_are_restructured_and_still_adopt_once(sandbox: 
     text = scheduler(sandbox)
     worker = function(text, "_run_external_worker_payload")
     steps = [
-        "    try:\n        hydrate_profile_secret_sources",  # the try moved up
+        "    home_token = secret_token = None\n    try:\n",  # the try moved up
+        "hydrate_profile_secret_sources(profile_home)",
         "_discover_worker_plugins(profile_home)",
+        "set_secret_scope(",
         "_register_worker_config_hooks(profile_home)",
-        "set_secret_scope(",  # just before the adoption
         "adopt_claimed_execution(execution_id)",
         "partial.write_text(",
         "os.replace(partial, ack_path)",  # the ack is published whole
@@ -84,34 +86,35 @@ def test_the_worker_and_launcher_are_restructured_and_still_adopt_once(sandbox: 
     at = [worker.index(step) for step in steps]
     assert at == sorted(at)
     assert worker.count("adopt_claimed_execution(") == 1 and "retry" not in worker
-    # The lines adoption-retry's variant for this shape (scheduler-restructured.patch, written
-    # on the real worker) rewrites and keeps as context: they must read as upstream's do.
-    assert (
-        "        secret_token = set_secret_scope(build_profile_secret_scope(profile_home),"
-        " profile_home=str(profile_home))\n"
-        "        with use_cron_store(profile_home):\n"
-        "            if adopt_claimed_execution(execution_id) is None:\n"
-        "                logger.error(\n"
-        '                    "Cron external worker refused execution %s: durable ownership "\n'
-    ) in worker
     launcher = function(text, "_launch_external_cron_worker")
     assert "stderr=stderr_file" in launcher and "WORKER_MARKER: execution_id" in launcher
     assert "adoption_deadline" not in text
 
 
-def test_the_0_21_variant_keeps_its_launcher_and_import_hunks_only(
+def hunks_that_apply(sandbox: Sandbox, scratch: Path, ref: str, patch: Path) -> list[bool]:
+    """For each of PATCH's hunks of cron/scheduler.py: does it apply to REF's tree alone?"""
+    env = {"GIT_INDEX_FILE": str(scratch / f"index-{patch.stem}")}
+    assert git(sandbox.origin, "read-tree", ref, env=env).returncode == 0
+    applies = []
+    for n, hunk in enumerate(single_hunks(patch, "cron/scheduler.py")):
+        (scratch / f"{patch.stem}-{n}.patch").write_text(hunk, encoding="utf-8")
+        check = ["apply", "--cached", "--check", str(scratch / f"{patch.stem}-{n}.patch")]
+        applies.append(git(sandbox.origin, *check, env=env).returncode == 0)
+    return applies
+
+
+def test_each_variant_of_adoption_retry_fits_its_own_shape_only(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    hunks = single_hunks(ADOPTION, "cron/scheduler.py")
-    assert len(hunks) == 3  # the launcher's payload, the worker's import, the worker's call
-    env = {"GIT_INDEX_FILE": str(tmp_path / "index")}
-    assert git(sandbox.origin, "read-tree", f"refs/heads/{BRANCH}", env=env).returncode == 0
-    applies = []
-    for n, hunk in enumerate(hunks):
-        (tmp_path / f"hunk{n}.patch").write_text(hunk, encoding="utf-8")
-        check = ["apply", "--cached", "--check", str(tmp_path / f"hunk{n}.patch")]
-        applies.append(git(sandbox.origin, *check, env=env).returncode == 0)
-    assert applies == [True, True, False]
+    """The 0.21 variant keeps its launcher and import hunks here and loses the worker's, as
+    on the real file; the variant written on the real restructured worker fits here whole
+    (its hunks are the launcher's payload, the import block up to the moved-up try, the
+    adoption) and not on 0.21.5, whose import block runs into no try."""
+    here, before = f"refs/heads/{BRANCH}", TAG_OF["0.21.5"]
+    assert hunks_that_apply(sandbox, tmp_path, here, ADOPTION) == [True, True, False]
+    assert hunks_that_apply(sandbox, tmp_path, here, RESTRUCTURED) == [True, True, True]
+    assert hunks_that_apply(sandbox, tmp_path, before, RESTRUCTURED) == [True, False, True]
+    assert hunks_that_apply(sandbox, tmp_path, before, ADOPTION) == [True, True, True]
 
 
 def test_a_main_channel_install_of_it_reads_base_plus_one_and_loses_a_stalled_hand_off(

@@ -36,7 +36,8 @@ bundled patches:
     0.21.5+1 (branch restructured-worker, a main-channel commit no release carries)
              worker and launcher restructured like upstream's at 5a1920c7, still adopting
              once: adoption-retry's 0.21 variant keeps its launcher and import hunks and
-             loses its worker hunk (conflict); schema-once applies
+             loses its worker hunk; its restructured variant applies (chosen by content);
+             schema-once applies
     0.22.0 (v2026.10.1)
              more code moved down: both apply at an offset
     0.22.1 (v2026.10.8)
