@@ -67,9 +67,17 @@ def diff_of(repo: Path, edits: dict[str, str]) -> str:
     return diff
 
 
+# A fix with no smoke check is not proven (exit 5) unless its patch says why none can prove
+# it: the tests' fixtures say so, since each test checks the tree itself.
+NO_CHECK = "none (a test fixture: the test checks the tree itself)"
+
+
 def patch_text(diff: str, description: str = "A fix", **fields: str) -> str:
+    """A patch file: DIFF under a header with FIELDS (`Smoke: none (...)` unless given)."""
     header = [f"Description: {description}"]
     header += [f"{key.replace('_', '-').title()}: {value}" for key, value in fields.items()]
+    if "smoke" not in fields:
+        header.append(f"Smoke: {NO_CHECK}")
     return "\n".join(header) + "\n---\n" + diff
 
 

@@ -34,6 +34,7 @@ def test_record_captures_only_the_users_change(tmp_path: Path) -> None:
         "--install", repo, "--patches", patches,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    assert "note: new-fix names no smoke check yet: add `Smoke: CHECK`" in proc.stdout
     text = (patches / "new-fix.patch").read_text()
     assert "Description: Fix thirty\n" in text
     assert "Applies-To: >=0.21\n" in text  # open-ended: never expires by itself
@@ -42,7 +43,10 @@ def test_record_captures_only_the_users_change(tmp_path: Path) -> None:
     assert "line 5 a" not in text  # patch a's line belongs to patch a
     assert (patches / "series").read_text().splitlines() == ["a.patch", "new-fix.patch"]
     code, doc = run_json("status", "--install", repo, "--patches", patches)
-    assert (code, outcomes(doc)) == (0, {"a": "already-applied", "new-fix": "already-applied"})
+    # In place; a recorded patch names no smoke check yet, so it is not proven (issue 26 item 7)
+    assert (code, outcomes(doc)) == (5, {"a": "already-applied", "new-fix": "already-applied"})
+    [unchecked] = [note for note in doc["notes"] if "no smoke check" in note]
+    assert unchecked.startswith("new-fix is in place, but no smoke check proves it: name one ")
     assert run_cli("lint", "--patches", patches).returncode == 0
 
 
@@ -106,7 +110,8 @@ def test_record_after_a_patch_that_adds_a_file_keeps_that_file_out(tmp_path: Pat
     text = (patches / "mine.patch").read_text()
     assert "docs/new.md" not in text and "+mine" in text
     code, doc = run_json("status", *args)
-    assert (code, outcomes(doc)) == (0, {"adds": "already-applied", "mine": "already-applied"})
+    assert (code, outcomes(doc)) == (5, {"adds": "already-applied", "mine": "already-applied"})
+    assert [n.split(" ")[0] for n in doc["notes"]] == ["mine"]  # recorded: no Smoke: yet
 
 
 def test_record_refuses_a_directory_and_an_empty_repository(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +43,13 @@ BINARY = (
     "GIT binary patch\nliteral 4\nLcmZ?wbhEPl\n\nliteral 0\nHcmV?d00001\n"
 )
 
+GITLINK = (
+    "diff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\nindex 0000000..1234567\n"
+    "--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n"
+    "+Subproject commit 1234567890123456789012345678901234567890\n"
+)
+MODE_ONLY = "diff --git a/app.py b/app.py\nold mode 100644\nnew mode 100755\n"
+
 # name -> (patch set files given the good diff, the file the error must name, words it must say)
 CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
     "duplicate header of our own": (
@@ -70,6 +78,31 @@ CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
         "fix.patch",
         "absolute path",
     ),
+    "plain diff with an absolute path": (  # issue 26 item 12: -p1 made it app.py, applied
+        lambda d: {
+            "fix.patch": patch_text(
+                d.split("\n", 2)[2].replace("--- a/app.py", "--- /app.py")
+                .replace("+++ b/app.py", "+++ /app.py")
+            )
+        },
+        "fix.patch",
+        "'/app.py': absolute path",
+    ),
+    "gitlink": (  # issue 26 item 6: was "applied", exit 0, nothing written, then pending
+        lambda d: {"fix.patch": patch_text(GITLINK)},
+        "fix.patch",
+        "a submodule (gitlink, mode 160000)",
+    ),
+    "setuid mode": (  # issue 26 item 6: written as a plain 100755 and called applied
+        lambda d: {"fix.patch": patch_text(MODE_ONLY.replace("100755", "104755"))},
+        "fix.patch",
+        "mode 104755 is not one git keeps",
+    ),
+    "mode 100777": (
+        lambda d: {"fix.patch": patch_text(MODE_ONLY.replace("100755", "100777"))},
+        "fix.patch",
+        "mode 100777 is not one git keeps",
+    ),
     ".git target": (
         lambda d: {"fix.patch": patch_text(with_path(d, ".git/hooks/pre-commit"))},
         "fix.patch",
@@ -84,6 +117,39 @@ CASES: dict[str, tuple[Callable[[str], dict[str, str | bytes]], str, str]] = {
         lambda d: {"fix.patch": patch_text(d), "series": "fix.patch\ngone.patch\n"},
         "series",
         "does not exist",
+    ),
+    # issue 26 item 12: each was read as an empty patch, already-applied, exit 0 everywhere
+    "series lists itself": (
+        lambda d: {"fix.patch": patch_text(d), "series": "fix.patch\nseries\n"},
+        "series:2",
+        "'series' is the set's own series, not a patch",
+    ),
+    "series lists patchkeeper.toml": (
+        lambda d: {
+            "fix.patch": patch_text(d),
+            "patchkeeper.toml": "[install]\n",
+            "series": "fix.patch\npatchkeeper.toml\n",
+        },
+        "series:2",
+        "'patchkeeper.toml' is the set's own patchkeeper.toml, not a patch",
+    ),
+    "series lists a smoke check": (
+        lambda d: {
+            "fix.patch": patch_text(d),
+            "smoke/proof.py": "print()\n",
+            "series": "fix.patch\nsmoke/proof.py\n",
+        },
+        "series:2",
+        "'smoke/proof.py' is a smoke check, not a patch",
+    ),
+    "series lists the README": (
+        lambda d: {
+            "fix.patch": patch_text(d),
+            "README.md": "# set\n",
+            "series": "fix.patch\nREADME.md\n",
+        },
+        "series:2",
+        "'README.md' is the set's README, not a patch",
     ),
     "patch not in series": (
         lambda d: {
@@ -139,6 +205,10 @@ def write_set(root: Path, files: dict[str, str | bytes]) -> Path:
 # ranges away from the version in use, which only lint judges; every other case is one patch
 # file that cannot be read or is unsafe: that patch is `invalid` and the others go on (issue 17).
 SET_CASES = {
+    "series lists itself",
+    "series lists patchkeeper.toml",
+    "series lists a smoke check",
+    "series lists the README",
     "missing series entry",
     "patch not in series",
     "variants that both claim the version in use",
@@ -275,6 +345,35 @@ def test_install_that_is_not_a_git_repo(tmp_path: Path, repo: Path) -> None:
     proc = run_cli("status", "--install", plain, "--patches", patches)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"patchkeeper: error: {plain}: not a git repository"
+
+
+@pytest.mark.parametrize("owner", ["git's test switch", "chown"])
+def test_an_install_owned_by_another_user_is_said_as_git_says_it(
+    owner: str, tmp_path: Path, repo: Path
+) -> None:
+    """Issue 26 item 12: git's safe.directory refusal was reported as "a bare repository is
+    not an install" (exit 2). Another owner is made for real by chown as root; as any user,
+    by git's own GIT_TEST_ASSUME_DIFFERENT_OWNER, which runs the same ownership check."""
+    env = {**os.environ, "NO_COLOR": "1"}
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    if owner == "chown":
+        if os.geteuid() != 0:
+            pytest.skip("only root can give the install to another user")
+        for path in [repo, *repo.rglob("*")]:
+            os.lchown(path, 65534, 65534)
+    else:
+        env["GIT_TEST_ASSUME_DIFFERENT_OWNER"] = "1"
+    for command in ("status", "apply"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "patchkeeper", command, "--install", repo, "--patches", patches],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 7, (proc.stdout, proc.stderr)
+        assert proc.stderr.strip() == (
+            f"patchkeeper: error: {repo}: git refuses it: dubious ownership (the repository "
+            "belongs to another user); if you trust it: git config --global --add "
+            f"safe.directory {repo}"
+        )
 
 
 def test_missing_install(tmp_path: Path, repo: Path) -> None:

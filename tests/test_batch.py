@@ -123,7 +123,9 @@ def scenario(tmp_path: Path) -> tuple[Path, Path, list[str]]:
         },
     }
     patches_dir = write_patch_set(tmp_path / "ps", {k: v for k, v in patches.items()})
-    (patches_dir / "crlf.patch").write_bytes(b"Description: crlf\n---\n" + crlf_diff)
+    (patches_dir / "crlf.patch").write_bytes(
+        b"Description: crlf\nSmoke: none (a test fixture)\n---\n" + crlf_diff
+    )
     with (patches_dir / "series").open("a") as series:
         series.write("crlf.patch\n")
 
@@ -362,5 +364,7 @@ def test_read_blobs_answers_each_name_in_one_process(tmp_path: Path) -> None:
         tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
         names = [tree, ":a b.txt", ":gone x.txt", blob[:10], ":dir/c.txt"]
         assert index.read_blobs(names) == {
-            ":a b.txt": b"one\n", blob[:10]: b"two\n", ":dir/c.txt": b"two\n"
+            ":a b.txt": b"one\n",
+            blob[:10]: b"two\n",
+            ":dir/c.txt": b"two\n",
         }

@@ -47,7 +47,9 @@ def world(
             Path(os.fsdecode(file)).write_bytes(_edit(BASE, 6, b"line 6 local\n"))
         diff = _git(repo, "diff")
         _git(repo, "checkout", "-q", "--", ".")
-        (patches / f"p{number}.patch").write_bytes(b"Description: a fix\n---\n" + diff)
+        (patches / f"p{number}.patch").write_bytes(
+            b"Description: a fix\nSmoke: none (a test fixture)\n---\n" + diff
+        )
         series.append(f"p{number}.patch")
     (patches / "series").write_text("\n".join(series) + "\n")
     for file in files:

@@ -280,9 +280,7 @@ def test_status_notes_a_recorded_patch_that_left_the_series(repo: Path, tmp_path
     (patches / "other.patch").unlink()
     code, doc = run_json("status", "--install", repo, "--patches", patches)
     assert code == 5
-    assert any(
-        f"{patches} does not hold other, applied from {patches}" in n for n in doc["notes"]
-    )
+    assert any(f"{patches} does not hold other, applied from {patches}" in n for n in doc["notes"])
     assert run_cli("unapply", "other", "--install", repo, "--patches", patches).returncode == 0
     assert (repo / "other.py").read_text() == LINES
 
@@ -306,7 +304,9 @@ def test_patch_bytes_survive_as_written(name: str, content: bytes, tmp_path: Pat
     git(repo, "checkout", "--", name)
     patches = tmp_path / "ps"
     patches.mkdir()
-    (patches / "fix.patch").write_bytes(b"Description: bytes\n---\n" + diff)
+    (patches / "fix.patch").write_bytes(
+        b"Description: bytes\nSmoke: none (a test fixture)\n---\n" + diff
+    )
     (patches / "series").write_text("fix.patch\n")
     code, doc = run_json("apply", "--install", repo, "--patches", patches)
     assert (code, outcomes(doc)) == (0, {"fix": "applied"})

@@ -26,7 +26,16 @@ import pytest
 
 from patchkeeper.install import trees
 from patchkeeper.install.checkout import open_install
-from tests.helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text, write_patch_set
+from tests.helpers import (
+    GIT_ID,
+    NO_CHECK,
+    commit_files,
+    diff_of,
+    git,
+    make_repo,
+    patch_text,
+    write_patch_set,
+)
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 FIXED = LINES.replace("line 10\n", "line 10 fixed\n")
@@ -314,7 +323,7 @@ def with_smoke_check(w: World, python: str | None) -> None:
     check.parent.mkdir()
     check.write_text('import json\nprint(json.dumps({"check": "ok", "verdict": "pass"}))\n')
     patch = w.patches / "fix.patch"
-    patch.write_text(patch.read_text().replace("Description:", "Smoke: ok\nDescription:", 1))
+    patch.write_text(patch.read_text().replace(f"Smoke: {NO_CHECK}", "Smoke: ok", 1))
     w.write_config(python=python)
 
 
@@ -753,3 +762,23 @@ def test_preview_of_a_remote_tracking_ref_that_cannot_be_fetched_stops(world: Wo
     line = one_line(doc["attention"], "could not fetch", "origin/main")
     assert "last fetched" in line
     assert "--force" in shlex.split(command_in(line))
+
+
+def test_an_update_whose_fix_no_check_proves_is_not_0(world: World) -> None:
+    """Issue 26 item 7: a fix with no smoke check gave `update` exit 0 with "smoke: not
+    configured", while exit 0 says every fix is proven by its check. Not proven: 5, the
+    fix named under attention, until its patch says why no check can prove it."""
+    fix = world.patches / "fix.patch"
+    fix.write_text(fix.read_text().replace(f"Smoke: {NO_CHECK}\n", ""))
+    assert pk(world, "apply").returncode == 5
+    release_2(world)
+    code, doc = pk_json(world, "update")
+    assert code == 5, doc
+    assert doc["smoke"]["status"] == "not-configured"
+    line = one_line(doc["attention"], "no smoke check proves it")
+    assert line.startswith("fix is in place, but no smoke check proves it") and str(fix) in line
+    assert world.head() == world.tip()  # the update itself happened
+    assert pk(world, "status").returncode == 5
+    fix.write_text(fix.read_text().replace("---\n", "Smoke: none (a one-line rewording)\n---\n", 1))
+    assert pk(world, "apply").returncode == 0
+    assert pk(world, "status").returncode == 0

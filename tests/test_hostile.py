@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -299,7 +300,9 @@ def test_a_patch_of_a_crlf_file_is_not_mangled(tmp_path: Path) -> None:
     diff = subprocess.run(["git", "diff"], cwd=repo, capture_output=True, check=True).stdout
     git(repo, "checkout", "--", "dos.txt")
     patches = write_patch_set(tmp_path / "ps", {})
-    (patches / "fix.patch").write_bytes(b"Description: CRLF content\n---\n" + diff)
+    (patches / "fix.patch").write_bytes(
+        b"Description: CRLF content\nSmoke: none (a test fixture)\n---\n" + diff
+    )
     (patches / "series").write_text("fix.patch\n")
     assert cli("lint", "--patches", patches).returncode == 0
     proc = cli("apply", "--install", repo, "--patches", patches)
@@ -412,6 +415,57 @@ def test_the_scratch_folder_goes_where_tempfile_would_put_it(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_symlink_to_a_folder_in_the_scratch_folder_is_unlinked_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """Issue 26 item 11: the removal rmdir'ed a symlink to a folder (ENOTDIR, a traceback
+    from a finalizer); it is unlinked, and what it points at is left alone."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "file").write_text("mine\n")
+    scratch = Scratch()
+    os.symlink(kept, scratch.path / "link")
+    scratch.close()
+    assert not scratch.path.exists() and (kept / "file").read_text() == "mine\n"
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to refuse rmdir")
+@pytest.mark.parametrize("verb", ["status", "apply", "check"])
+def test_a_temporary_folder_that_cannot_be_removed_is_one_warning_and_changes_no_exit(
+    verb: str, repo: Path, tmp_path: Path
+) -> None:
+    """Issue 26 item 11: a scratch folder the machine would not let go (every rmdir refused,
+    EACCES, by strace's fault injection: the same for root and any user) printed a Python
+    traceback while the command went on to exit 0, where another command said 7. It is a
+    temporary folder, nothing of the user's: one warning line naming it, and the exit code
+    the command gives when the folder goes."""
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    args = (verb, "--install", repo, "--patches", patches, *(["--ref", "HEAD"] * (verb == "check")))
+    expected = cli(*args, env={"TMPDIR": str(temp)})
+    git(repo, "checkout", "-q", ".")  # apply wrote the fix: the second run starts alike
+    (repo / ".git" / "patchkeeper" / "applied.json").unlink(missing_ok=True)
+    refused = subprocess.run(
+        ["strace", "-f", "-o", os.devnull, "-e", "trace=rmdir", "-e", "inject=rmdir:error=EACCES",
+         sys.executable, "-m", "patchkeeper", *map(str, args)],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, **GIT_ID, "NO_COLOR": "1", "TMPDIR": str(temp)},
+    )  # fmt: skip
+    assert refused.returncode == expected.returncode, (refused.stdout, refused.stderr)
+    assert "Traceback" not in refused.stderr and "Exception ignored" not in refused.stderr
+    warnings = [line for line in refused.stderr.splitlines() if "warning:" in line]
+    leftover = sorted(temp.iterdir())
+    assert leftover and len(warnings) >= 1, refused.stderr
+    assert all(
+        line.startswith("patchkeeper: warning: could not remove the temporary folder ")
+        and "(Permission denied" in line
+        and line.endswith("it holds nothing of yours: remove it by hand")
+        for line in warnings
+    ), warnings
+    assert f"folder {leftover[0]} " in "\n".join(warnings)
+
+
 # ---------------------------------------------------------------- 11. help says what runs
 
 
@@ -435,6 +489,7 @@ QUILT = """\
 Description: Fix line 5
 Origin: vendor
 Forwarded: no
+Smoke: none (a test fixture)
 
 Index: app/app.py
 ===================================================================
@@ -472,7 +527,10 @@ def test_a_plain_quilt_patch_is_accepted(repo: Path, tmp_path: Path) -> None:
 
 
 def test_a_quilt_patch_after_a_dep3_separator(repo: Path, tmp_path: Path) -> None:
-    text = "Description: Fix line 5\n---\n" + good_diff(repo).split("\n", 2)[2]  # no diff --git
+    text = (
+        "Description: Fix line 5\nSmoke: none (a fixture)\n---\n"
+        + good_diff(repo).split("\n", 2)[2]
+    )  # no diff --git
     assert "diff --git" not in text
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": text})
     proc = cli("apply", "--install", repo, "--patches", patches)

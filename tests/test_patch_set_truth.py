@@ -8,6 +8,7 @@ every other command uses, and say which. Real git repositories and the CLI as a 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -74,9 +75,23 @@ def test_apply_runs_the_checks_of_what_it_wrote_and_names_unapply(world) -> None
         proc.stdout
     )
     assert "smoke: fail (proof fail)" in proc.stdout
+    # Issue 26 item 7: the second apply wrote nothing and said 0 ("nothing to prove"), and
+    # status said 0, while the fix's check had never passed. Both say so until it passes.
+    status = pk("status", "--install", install, "--patches", patches)
+    assert status.returncode == 4, status.stdout + status.stderr
+    assert "fix is in place but not proven: its smoke check proof failed at its last run" in (
+        status.stdout
+    )
     again = pk("apply", "--install", install, "--patches", patches, "--json")
-    assert again.returncode == 0, "nothing written the second time: nothing to prove"
-    assert json.loads(again.stdout)["smoke"]["status"] == "not-configured"
+    assert again.returncode == 4, "the check of a fix never proven runs again"
+    assert json.loads(again.stdout)["smoke"]["status"] == "fail"
+    (patches / "smoke" / "proof.py").write_text(PASSING_CHECK)
+    proven = pk("apply", "--install", install, "--patches", patches, "--json")
+    assert proven.returncode == 0, proven.stdout
+    assert json.loads(proven.stdout)["smoke"]["status"] == "pass"
+    assert pk("status", "--install", install, "--patches", patches).returncode == 0
+    last = pk("apply", "--install", install, "--patches", patches, "--json")
+    assert last.returncode == 0 and json.loads(last.stdout)["smoke"]["status"] == "not-configured"
 
 
 def test_apply_no_smoke_says_the_fix_is_not_proven(world) -> None:
@@ -88,6 +103,35 @@ def test_apply_no_smoke_says_the_fix_is_not_proven(world) -> None:
     proof = json.loads(proc.stdout)["smoke"]
     assert proof["status"] == "skipped" and "not proven" in proof["detail"]
     assert proof["checks"] == []
+    # Issue 26 item 7: status said 0 after it, and so did a second apply.
+    status = pk("status", "--install", install, "--patches", patches)
+    assert status.returncode == 5, status.stdout + status.stderr
+    apply = f"patchkeeper apply --install {install} --patches {patches}"
+    assert (
+        "note: fix is in place but not proven: its smoke check proof has not passed since it "
+        f"was written; prove it with: {apply}"
+    ) in status.stdout
+    again = pk("apply", "--install", install, "--patches", patches, "--no-smoke")
+    assert again.returncode == 5, again.stdout + again.stderr
+    (patches / "smoke" / "proof.py").write_text(PASSING_CHECK)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    assert pk("status", "--install", install, "--patches", patches).returncode == 0
+
+
+def test_apply_killed_in_its_smoke_check_leaves_the_fix_unproven(world) -> None:
+    """Issue 26 item 7: an apply killed while its check ran left a record that status took
+    for proof (0). The check here kills its apply (the parent of its process group leader's
+    parent: patchkeeper starts each check itself) and never prints a verdict."""
+    install, patches = world
+    (patches / "smoke" / "proof.py").write_text(
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+    )
+    killed = pk("apply", "--install", install, "--patches", patches)
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    status = pk("status", "--install", install, "--patches", patches)
+    assert "fixed\n" in (install / "app.py").read_text()
+    assert status.returncode == 5, status.stdout + status.stderr
+    assert "its smoke check proof has not passed since it was written" in status.stdout
 
 
 def test_apply_that_passes_its_check_exits_0(world) -> None:
@@ -129,3 +173,42 @@ def test_lint_and_doctor_judge_the_set_the_install_was_applied_from(world) -> No
     doctor = pk("doctor", "--install", install, "--json")
     [finding] = [f for f in json.loads(doctor.stdout)["findings"] if f["name"] == "patch set"]
     assert finding["summary"] == f"{remembered}: 1 patch(es), lints clean"
+
+
+# ---------------------------------------------------------------- issue 26 item 7: no check
+
+
+def test_a_fix_no_check_proves_is_not_0_unless_its_patch_says_why(world) -> None:
+    """A patch with no smoke check gave apply exit 0 with "smoke: not configured" while exit
+    0 means every fix is proven by its check: it is in place and not proven (5), until its
+    patch names a check or says why none can (`Smoke: none (WHY)`)."""
+    install, patches = world
+    fix = patches / "fix.patch"
+    fix.write_text(fix.read_text().replace("Smoke: proof\n", ""))
+    apply = pk("apply", "--install", install, "--patches", patches)
+    assert apply.returncode == 5, apply.stdout + apply.stderr
+    said = (
+        f"note: fix is in place, but no smoke check proves it: name one in the Smoke: header "
+        f"of {fix}, or say why none can: `Smoke: none (WHY)`"
+    )
+    assert said in apply.stdout and "fixed\n" in (install / "app.py").read_text()
+    for verb in ("status", "apply"):
+        again = pk(verb, "--install", install, "--patches", patches)
+        assert again.returncode == 5 and said in again.stdout, (verb, again.stdout)
+    fix.write_text(
+        fix.read_text().replace("---\n", "Smoke: none (it only rewords a log line)\n---\n", 1)
+    )
+    for verb in ("apply", "status"):  # apply first: the patch file changed
+        done = pk(verb, "--install", install, "--patches", patches)
+        assert done.returncode == 0, (verb, done.stdout)
+
+
+def test_smoke_none_needs_its_reason(world) -> None:
+    _, patches = world
+    fix = patches / "fix.patch"
+    fix.write_text(fix.read_text().replace("Smoke: proof\n", "Smoke: none\n"))
+    lint = pk("lint", "--patches", patches)
+    assert lint.returncode == 2, lint.stdout + lint.stderr
+    assert f"{fix}:2: Smoke: none needs its reason: `Smoke: none (why no check can prove it)`" in (
+        lint.stdout
+    )

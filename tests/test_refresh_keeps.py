@@ -108,3 +108,53 @@ def test_a_kept_part_that_no_longer_applies_is_refused_and_nothing_written(
     assert "b.py" in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert (patches / "fix.patch").read_bytes() == before
     assert (repo / "b.py").read_text() == moved
+
+
+def test_refresh_leaves_out_an_edit_of_yours_elsewhere_in_the_file_and_unapply_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 26 item 8: the operator reworks the fix at line 10 and, for reasons of their own,
+    adds a line after line 23 of the same file (between the patch's two hunks). refresh took
+    it into the patch, and a later unapply (exit 0) deleted the operator's line. The patch
+    takes only its own hunks; the new line 24 is named as left out and stays the operator's,
+    through unapply too."""
+    lines = "".join(f"line {n}\n" for n in range(1, 41))
+    repo = make_repo(tmp_path / "up", {"app.py": lines}, tag="v1.0.0")
+    fixed = lines.replace("line 10\n", "line 10 fixed\n").replace("line 36\n", "line 36 too\n")
+    diff = diff_of(repo, {"app.py": fixed})
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    args = ("--install", repo, "--patches", patches)
+    assert run_cli("apply", *args).returncode == 0
+    app = repo / "app.py"
+    reworked = app.read_text().replace("line 10 fixed\n", "line 10 fixed better\n")
+    app.write_text(reworked.replace("line 23\n", "line 23\n# the operator's own note\n"))
+
+    proc = run_cli("refresh", "fix", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (
+        "note: left out app.py:24: an edit there is not part of fix (it changes none of the "
+        "patch's lines, away from its hunks); it stays in the work tree as yours (if it is part "
+        "of the fix: refresh --whole-files)"
+    ) in proc.stdout
+    text = (patches / "fix.patch").read_text()
+    assert "+line 10 fixed better" in text and "+line 36 too" in text and "operator" not in text
+    assert run_cli("status", *args).returncode == 0
+    assert run_cli("unapply", *args).returncode == 0
+    assert app.read_text() == lines.replace("line 23\n", "line 23\n# the operator's own note\n")
+
+
+def test_refresh_whole_files_takes_an_edit_away_from_the_hunks(tmp_path: Path) -> None:
+    """A fix rewritten away from where the patch had it is the operator's call to take."""
+    lines = "".join(f"line {n}\n" for n in range(1, 41))
+    repo = make_repo(tmp_path / "up", {"app.py": lines}, tag="v1.0.0")
+    diff = diff_of(repo, {"app.py": lines.replace("line 10\n", "line 10 fixed\n")})
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
+    args = ("--install", repo, "--patches", patches)
+    assert run_cli("apply", *args).returncode == 0
+    app = repo / "app.py"
+    app.write_text(app.read_text().replace("line 30\n", "line 30 also part of the fix\n"))
+    proc = run_cli("refresh", "fix", "--whole-files", *args)
+    assert proc.returncode == 0 and "left out" not in proc.stdout, proc.stdout + proc.stderr
+    assert "+line 30 also part of the fix" in (patches / "fix.patch").read_text()
+    assert run_cli("unapply", *args).returncode == 0
+    assert app.read_text() == lines

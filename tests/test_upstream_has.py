@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -207,3 +208,59 @@ def test_a_worker_wired_without_its_launcher_is_not_upstream_has_it(
     }
     if conditions == SCOPED:
         assert "worker.py::launch contains '\"adoption_deadline\":'" in by_ref["v2"]["detail"]
+
+
+def test_a_condition_on_a_file_gone_from_the_work_tree_is_not_upstream_has_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    """Issue 26 item 9: an updater deleted app.py (tracked, still in HEAD): status said
+    "upstream-has-it (app.py contains ...)", exit 0, while app.py was gone. What runs is the
+    work tree: the condition does not hold, the patch is tried and cannot apply (3)."""
+    patches = write_patch_set(tmp_path / "ps", {"retry.patch": retry_patch(repo)})
+    git(repo, "checkout", "-q", "v2")
+    (repo / "app.py").unlink()
+    for command in ("status", "apply"):
+        code, doc = run_json(command, "--install", repo, "--patches", patches)
+        assert (code, outcomes(doc)) == (3, {"retry": "conflict"}), doc
+        assert "contains" not in doc["patches"][0]["detail"]
+    assert not (repo / "app.py").exists()
+
+
+def test_a_condition_whose_text_the_work_tree_lost_is_not_upstream_has_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The same when the file is there but no longer holds the text HEAD has."""
+    patches = write_patch_set(tmp_path / "ps", {"retry.patch": retry_patch(repo)})
+    git(repo, "checkout", "-q", "v2")
+    (repo / "retry.py").write_text("# emptied by hand\n")
+    code, doc = run_json("status", "--install", repo, "--patches", patches)
+    assert outcomes(doc) != {"retry": "upstream-has-it"} and code != 0, doc
+
+
+def test_an_update_whose_updater_deletes_the_file_a_condition_reads_is_not_0(
+    tmp_path: Path,
+) -> None:
+    """Issue 26 item 9, as met: release 2 adopts the fix (the patch's Upstream-Has holds in
+    its commit), and the updater deletes app.py from the work tree after moving HEAD. update
+    and status said "upstream-has-it (app.py contains ...)", exit 0; app.py was gone."""
+    from tests.test_exit_zero import FIXED, pk_json, release_2, world
+
+    w = world.__wrapped__(tmp_path)  # the fixture's builder, called directly
+    (w.patches / "fix.patch").write_text(
+        patch_text(diff_of(w.install, {"app.py": FIXED}), upstream_has="app.py: line 10 fixed")
+    )
+    assert pk_json(w, "apply")[0] == 0
+    commit_files(w.upstream, {"app.py": FIXED}, "adopt the fix")
+    release_2(w)
+    w.set_updater(
+        'git("fetch", "-q", "origin")\ngit("merge", "-q", "--ff-only", "origin/main")\n'
+        'os.remove("app.py")\n'
+    )
+    for verb in ("update", "status"):
+        code, doc = pk_json(w, verb)
+        patches = doc["patches"]
+        assert code == 3 and "contains" not in json.dumps(patches), (verb, code, doc)
+        assert [(p["outcome"], p["detail"]) for p in patches] == [
+            ("conflict", "does not apply to app.py")
+        ]
+    assert not (w.install / "app.py").exists()

@@ -23,6 +23,7 @@ from patchkeeper.commands.status import (
     tree_json,
 )
 from patchkeeper.engine.patching import TreeReport, apply_patches
+from patchkeeper.install.state import load_applied
 from patchkeeper.install.workspace import Workspace, locked_for_writing
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model import outcomes as oc
@@ -33,6 +34,7 @@ from patchkeeper.proof.smoke.for_patches import (
     unfixed_notes,
     unfixed_results,
 )
+from patchkeeper.proof.smoke.proven import keep_verdicts, to_prove, unchecked_notes
 from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS
 from patchkeeper.report.render import emit_json, paint, smoke_line
 from patchkeeper.update.checks import run_smoke_checks
@@ -78,9 +80,17 @@ def command(
     with locked_for_writing(workspace, "apply", wait) as lock:
         report = apply_patches(workspace.install, workspace.settings, workspace.patch_set)
         written = [r for r in report.results if r.outcome in oc.WRITES]
+        # Written earlier and not proven since (--no-smoke, a run killed in its checks).
+        records = load_applied(workspace.install.state_dir)
+        unproven = to_prove(workspace.patch_set, report.results, records)
         # A fix with no variant for a release this old: its check still runs (never green).
         unfixed = unfixed_results(workspace.patch_set, report.results, report.version.version)
-        proof = prove(workspace, report, written, unfixed, skip=no_smoke, quiet=as_json)
+        proof = prove(
+            workspace, report, [*written, *unproven], unfixed, skip=no_smoke, quiet=as_json
+        )
+        if proof.checks:
+            proven = [*written, *unproven]  # the fixes whose checks just ran
+            keep_verdicts(workspace.install.state_dir, workspace.patch_set, proven, proof.checks)
     report.patch_set = workspace.patch_set_label
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")
@@ -88,8 +98,10 @@ def command(
         report.notes.append(lock.settled.describe())
     note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)  # a parked stash may hold the user's content
-    report.notes += take_out_steps(workspace, written, proof)
+    report.notes += take_out_steps(workspace, [*written, *unproven], proof)
     report.notes += unfixed_notes(workspace.patch_set, unfixed, proof.checks)
+    unchecked = unchecked_notes(workspace.patch_set, report.results)
+    report.notes += unchecked
     code = tree_exit_code(report.results, pending_needs_attention=False)
     if any(note.startswith("leftover ") for note in report.notes):
         code = exitcodes.worst(code, exitcodes.ATTENTION)
@@ -97,6 +109,8 @@ def command(
         code = exitcodes.worst(code, exitcodes.SMOKE_FAILED)
     if proof.status == SKIPPED:  # in place, yet nothing proves it: never green
         report.notes.append("written, not proven: --no-smoke")
+        code = exitcodes.worst(code, exitcodes.ATTENTION)
+    if unchecked:  # in place, and no check can say it works
         code = exitcodes.worst(code, exitcodes.ATTENTION)
     if metrics_path is not None:
         document = {**tree_json(report), "smoke": asdict(proof)}
@@ -120,13 +134,14 @@ def prove(
     skip: bool,
     quiet: bool,
 ) -> SmokeReport:
-    """The smoke checks the patches written now name, and those of UNFIXED patches (no
-    variant yet for a release this old): these run even when nothing was written, so a
-    second `apply` is never green while the unfixed path is broken."""
+    """The smoke checks the patches written now (or written earlier and not proven since)
+    name, and those of UNFIXED patches (no variant yet for a release this old): these run
+    even when nothing was written, so a second `apply` is never green while the unfixed path
+    is broken, nor while a fix was never proven."""
     if not written and not unfixed:
         return SmokeReport("not-configured", "nothing written: nothing to prove")
     if skip:
-        return SmokeReport(SKIPPED, "--no-smoke: the patches written are not proven")
+        return SmokeReport(SKIPPED, "--no-smoke: the patches in place are not proven")
 
     def progress(name: str, text: str) -> None:
         if not quiet:

@@ -96,6 +96,10 @@ def command(
             workspace.install, workspace.patch_set, version, name, paths, message
         )
     notes, code = settled_notes(lock)
+    notes.append(  # exit 0 of status and update needs every fix proven (docs/concepts.md)
+        f"{name} names no smoke check yet: add `Smoke: CHECK` (smoke/CHECK.py) or "
+        f"`Smoke: none (WHY)` to {written}; until then status says it is not proven"
+    )
     if as_json:
         written_json("record", workspace, version, name, written, "recorded", notes, code)
     else:

@@ -24,16 +24,29 @@ from patchkeeper.install.workspace import locked_for_writing, refuse_bundled_set
 @install_option
 @patches_option
 @wait_option
+@click.option(
+    "--whole-files",
+    is_flag=True,
+    help="Take every change in the patch's files, edits away from its hunks included.",
+)
 @json_option
 def command(
-    name: str, install_path: Path | None, patches_dir: Path | None, wait: float, as_json: bool
+    name: str,
+    install_path: Path | None,
+    patches_dir: Path | None,
+    wait: float,
+    whole_files: bool,
+    as_json: bool,
 ) -> int:
     """Rewrite patch NAME (the variant for the current version) from the work tree.
 
     Typical use: `apply` reported a conflict; edit the files by hand until the fix is right
     on the new upstream, then refresh. The header is kept; Base and Last-Update are renewed.
     Of a patch that is not in place, the files your fix leaves as upstream has them (a module
-    the patch creates) are kept as the patch has them, and written to the work tree.
+    the patch creates) are kept as the patch has them, and written to the work tree. An edit
+    of yours elsewhere in the patch's files (one that changes none of the patch's lines, away
+    from its hunks) is left out of the patch and named; it stays in the work tree as yours.
+    --whole-files takes it too (a fix rewritten away from where the patch had it).
     It runs [install] version_command (when set) to pick the variant.
 
     \b
@@ -44,12 +57,20 @@ def command(
     refuse_bundled_set(workspace, "refresh")
     with locked_for_writing(workspace, "refresh", wait) as lock:
         version = install_version(workspace.install, workspace.settings)
-        refreshed = refresh_patch(workspace.install, workspace.patch_set, version, name)
+        refreshed = refresh_patch(
+            workspace.install, workspace.patch_set, version, name, whole_files=whole_files
+        )
     notes, code = settled_notes(lock)
     notes += [
         f"kept {path} as the patch has it (your fix does not touch it), and wrote "
         "it to the work tree"
         for path in refreshed.kept
+    ]
+    notes += [
+        f"left out {where}: an edit there is not part of {name} (it changes none of the "
+        "patch's lines, away from its hunks); it stays in the work tree as yours (if it is "
+        "part of the fix: refresh --whole-files)"
+        for where in refreshed.left_out
     ]
     if as_json:
         written_json(

@@ -17,12 +17,14 @@ from patchkeeper.commands.common import (
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
+from patchkeeper.install.state import load_applied
 from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.leftovers.find import find_leftovers, note_leftovers
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.versions import VersionInfo
+from patchkeeper.proof.smoke.proven import status_notes
 from patchkeeper.report.render import emit_json, patch_json, patch_lines
 from patchkeeper.update.context import UpdateOptions, retry_command
 
@@ -114,8 +116,9 @@ def command(
 
     A patch that is not applied yet shows what `apply` would do; `drifted` means patchkeeper
     applied it and it was edited by hand since. Exit 0 only when every applicable patch is
-    in place. Writes nothing, but runs [install] version_command (when set) to learn the
-    install's version.
+    in place and proven: its smoke checks passed since it was written (else 5, or 4 when
+    they failed at their last run), or its patch says `Smoke: none (WHY)`. Writes nothing,
+    but runs [install] version_command (when set) to learn the install's version.
 
     \b
     Example:
@@ -136,9 +139,14 @@ def command(
         report.notes.insert(0, missed)
     if (writer := interrupted(workspace.install.state_dir)) is not None:
         report.notes.insert(0, interrupted_note(writer))
+    records = load_applied(workspace.install.state_dir)
+    proof_code, unproven = status_notes(
+        workspace.install.path, workspace.patch_set, report.results, records
+    )
+    report.notes += unproven
     code = tree_exit_code(report.results, pending_needs_attention=True)
     if report.notes:
-        code = exitcodes.worst(code, exitcodes.ATTENTION)
+        code = exitcodes.worst(code, proof_code or exitcodes.ATTENTION)
     if metrics_path is not None:
         write_metrics(metrics_path, "status", code, tree_json(report), workspace.install.state_dir)
     if as_json:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from patchkeeper.engine.apply_output import failed_files
 from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.own_hunks import own_hunks
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff
@@ -95,7 +96,12 @@ def _diff_for(
         as_it_is = index.write_tree()
         _must_keep(index, sections, keep_from)
         write_trees(
-            install.path, install.state_dir, "refresh", as_it_is, index.write_tree(), kept,
+            install.path,
+            install.state_dir,
+            "refresh",
+            as_it_is,
+            index.write_tree(),
+            kept,
             env=index.env,
         )
         return _Taken(diff, tuple(kept))
@@ -219,25 +225,37 @@ class Refreshed:
 
     path: Path  # the patch file written
     kept: tuple[str, ...]  # files kept from the patch as written, and written to the work tree
+    left_out: tuple[str, ...] = ()  # FILE:LINE of each edit in its files that is not the patch's
 
 
 def refresh_patch(
-    install: Install, patch_set: PatchSet, version: VersionInfo, name: str
+    install: Install,
+    patch_set: PatchSet,
+    version: VersionInfo,
+    name: str,
+    *,
+    whole_files: bool = False,
 ) -> Refreshed:
+    """Rewrite patch NAME from the work tree: only its own hunks (own_hunks.py), or with
+    WHOLE_FILES every change in its files (a fix rewritten away from where it stood)."""
     patch = patch_set.by_name(name)
     if patch is None:
         raise UserError(f"{patch_set.root / 'series'}: no patch named {name!r}")
-    applied = load_applied(install.state_dir)
-    in_place = name in applied
+    records = load_applied(install.state_dir)
+    in_place = name in records
     candidates = patch.candidates(version.version)
     if len(candidates) > 1 and in_place:  # chosen by content: the one written
-        variant = patch.variant_at(applied[name].variant, patch_set.root)
+        variant = patch.variant_at(records[name].variant, patch_set.root)
     else:
         variant = patch.select(version.version)
     if variant is None:
         raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
     taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
-    diff = taken.diff
+    # Only the patch's own hunks: an edit of the operator's elsewhere in its files stays theirs.
+    recorded = written_diff(install.state_dir, records[name]) if in_place else b""
+    diff, left_out = (
+        (taken.diff, []) if whole_files else own_hunks(taken.diff, recorded + variant.diff)
+    )
     if not diff:
         raise UserError(f"{variant.path}: the work tree holds none of this patch's changes")
     original = variant.path.read_bytes().decode("utf-8")  # no newline translation
@@ -248,4 +266,4 @@ def refresh_patch(
     _write_checked(variant.path, text)
     relative = str(variant.path.relative_to(patch_set.root))
     _record_applied(install, name, relative, text, diff)
-    return Refreshed(variant.path, taken.kept)
+    return Refreshed(variant.path, taken.kept, tuple(left_out))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from patchkeeper.engine.classify import classify
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.ref_content import present_in_ref
+from patchkeeper.engine.ref_content import present_in_ref, upstream_has_in_worktree
 from patchkeeper.engine.state import Classification, Recorded
 from patchkeeper.engine.symlinks import check_symlinks
 from patchkeeper.install import git
@@ -86,13 +86,16 @@ def classify_worktree(
     def load(index: ScratchIndex, paths: set[str]) -> None:
         index.load_worktree(paths)
 
-    # Upstream's content is HEAD's committed blobs: the work tree carries our own patches.
+    # Upstream's content is HEAD's committed blobs: the work tree carries our own patches;
+    # and a condition holds only where the work tree still has the text (what runs).
+    every_variant = [v for p in patch_set.patches for v in p.variants]
     classification = classify(
         patch_set,
         install.path,
         version.version,
         load,
         upstream_ref=head,
+        has_content=upstream_has_in_worktree(install.path, head, every_variant) if head else {},
         recorded=recorded,
         from_upstream=from_head,
         was_in_place={*was_in_place, *records},
@@ -163,6 +166,11 @@ def apply_patches(
         patch = patch_set.by_name(result.name)
         selected = patch.variant_at(result.variant, patch_set.root) if patch else None
         written = classification.patch_diff(result)
+        if written is None and result.outcome in oc.WRITES and result.name in recorded_before:
+            # Its patch file changed, not what it writes (a header): taken out and put back,
+            # the tree is as it was; recorded anew with the same diff, else the stale record
+            # would say "re-applying" forever.
+            written = written_diff(install.state_dir, recorded_before[result.name])
         if not result.recorded or (written is not None and result.outcome not in oc.WRITES):
             records.pop(result.name, None)  # its content is gone, or was taken out just now
         if result.outcome in oc.WRITES and selected and written is not None:

@@ -14,7 +14,9 @@ from pathlib import Path
 from patchkeeper.install import git
 from patchkeeper.install.scratch import scratch_index
 from patchkeeper.patchset.model import PatchFile
+from patchkeeper.patchset.userfiles import read_user_file
 
+_TREE_FILE_MAX = 64 << 20  # a source file an Upstream-Has condition reads from the work tree
 _BATCH_HEADER_RE = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)$")  # else "NAME missing"
 
 
@@ -33,6 +35,33 @@ def upstream_has_content(repo: Path, ref: str, variants: Iterable[PatchFile]) ->
     no variant has conditions. A missing file, or a folder, holds no text.
     """
     return upstream_has_contents(repo, [ref], variants)[ref]
+
+
+def upstream_has_in_worktree(
+    repo: Path, ref: str, variants: Iterable[PatchFile]
+) -> dict[Path, str]:
+    """`upstream_has_content` for a work tree on REF (its HEAD): the conditions must hold in
+    REF's blobs, which speak for upstream (the work tree carries our own patches), and in the
+    work tree's files, which are what runs: a file an updater deleted or emptied holds no
+    text, whatever HEAD still has (a regular file only, read within a bound)."""
+    variants = list(variants)
+    has = upstream_has_content(repo, ref, variants)
+    texts: dict[str, bytes] = {}
+
+    def in_tree(path: str) -> bytes:
+        if path not in texts:
+            target = repo / path
+            plain = target.is_file() and not target.is_symlink()
+            data, unreadable = read_user_file(target, _TREE_FILE_MAX) if plain else (b"", "")
+            texts[path] = b"" if unreadable is not None else data
+        return texts[path]
+
+    return {
+        variant.path: why
+        for variant in variants
+        if (why := has.get(variant.path)) is not None
+        and all(c.found_in(in_tree(c.path)) for c in variant.upstream_has)
+    }
 
 
 def upstream_has_contents(

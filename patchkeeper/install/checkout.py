@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install import git
 from patchkeeper.install.version_chain import worktree_version
-from patchkeeper.model.errors import UserError
+from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.versions import VersionInfo
 
@@ -56,12 +58,27 @@ def open_install(path: Path) -> Install:
     answers = proc.stdout.decode(errors="surrogateescape").splitlines()
     if proc.returncode != 0 and b"not a git repository" in proc.stderr:
         raise UserError(f"{path}: not a git repository")
+    if proc.returncode != 0 and b"dubious ownership" in proc.stderr:
+        raise _not_owned(path, proc.stderr.decode(errors="surrogateescape"))
     if answers[:1] == ["true"] or len(answers) < 3:
         raise UserError(f"{path}: a bare repository is not an install")
     top = Path(answers[2]).resolve()
     if top != path.resolve():
         raise UserError(f"{path}: not the top of a checkout (that is {top})")
     return Install(path=top, git_dir=Path(answers[1]).resolve())
+
+
+def _not_owned(path: Path, said: str) -> EnvironmentProblem:
+    """git refuses a repository another user owns (its safe.directory check): said as git says
+    it, with the command git names to trust it (exit 7: the machine refused the read)."""
+    named = re.search(r"safe\.directory (.+)$", said, re.MULTILINE)
+    folder = named.group(1).strip() if named else str(path.resolve())
+    if folder.startswith("'") and folder.endswith("'"):
+        folder = folder[1:-1]  # newer git quotes it
+    return EnvironmentProblem(
+        f"{path}: git refuses it: dubious ownership (the repository belongs to another user); "
+        f"if you trust it: git config --global --add safe.directory {shlex.quote(folder)}"
+    )
 
 
 def operation_in_progress(install: Install, unmerged: list[str] | None = None) -> str | None:

@@ -22,60 +22,25 @@ import stat
 import subprocess
 import weakref
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 from patchkeeper.install import git
+from patchkeeper.install.mode_check import mode_refusal
+from patchkeeper.install.tempfolders import new_folder, remove_folder
 
 
 class Scratch:
     """A temporary folder for one scratch index (and its private objects); removed by
-    `close`, or when nothing refers to it any more.
-
-    Made with `os.mkdir` rather than `tempfile`: importing tempfile (shutil, random and the
-    archive modules behind them) costs more than a small `check` spends in git."""
+    `close`, or when nothing refers to it any more (tempfolders.py: a folder that cannot be
+    removed is one warning line, never a traceback)."""
 
     def __init__(self) -> None:
-        self.path = _new_folder("patchkeeper-")
-        self._remove = weakref.finalize(self, _remove_folder, self.path)
+        self.path = new_folder("patchkeeper-")
+        self._remove = weakref.finalize(self, remove_folder, self.path)
 
     def close(self) -> None:
         self._remove()
-
-
-def _new_folder(prefix: str) -> Path:
-    """A folder of its own, readable by this user only, in the first of tempfile's places that
-    takes one: $TMPDIR, $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp, the current folder (absolute)."""
-    names = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
-    refusals: list[OSError] = []  # none takes one: the first place's refusal is raised
-    for parent in [p for p in names if p] + ["/tmp", "/var/tmp", "/usr/tmp", os.curdir]:
-        try:  # absolute: git runs in the install, not here
-            return _folder_in(Path(os.path.abspath(parent)), prefix)
-        except OSError as refused:
-            refusals.append(refused)
-    raise refusals[0]
-
-
-def _folder_in(parent: Path, prefix: str) -> Path:
-    while True:
-        folder = parent / f"{prefix}{os.urandom(6).hex()}"
-        try:
-            folder.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        return folder
-
-
-def _remove_folder(folder: Path) -> None:
-    """Remove FOLDER and all it holds (git's object files are read-only: unlinked all the
-    same, the folders being ours); nothing when it is gone already."""
-    for parent, folders, files in os.walk(folder, topdown=False):
-        for name in files:
-            os.unlink(os.path.join(parent, name))
-        for name in folders:
-            os.rmdir(os.path.join(parent, name))
-    with suppress(FileNotFoundError):
-        os.rmdir(folder)
 
 
 def object_store(repo: Path) -> Path:
@@ -208,8 +173,13 @@ class ScratchIndex:
     def apply(self, diff: bytes, *flags: str) -> subprocess.CompletedProcess[bytes]:
         """`git apply --cached -v FLAGS` on this index; the caller reads the exit code.
 
-        git apply is atomic: when it fails, the index is as it was.
+        git apply is atomic: when it fails, the index is as it was. A mode change whose
+        starting mode the index does not hold fails as git's own refusals do (see
+        `_mode_refusal`).
         """
+        reverse = "--reverse" in flags or "-R" in flags
+        if (refused := mode_refusal(self.repo, self.env, diff, reverse=reverse)) is not None:
+            return refused
         proc = self._git(["apply", "--cached", "-v", *flags], stdin=diff, check=False)
         if proc.returncode < 0:
             proc = self._crashed(proc)

@@ -1,13 +1,16 @@
 """What patchkeeper wrote into an install, kept under .git/patchkeeper/ so it can be reversed.
 
-Per patch: the variant file and its content hash, the HEAD it was applied on, the outcome, and
-the exact diff written (a file beside the index), which is what `unapply` reverses.
+Per patch: the variant file and its content hash, the HEAD it was applied on, the outcome, the
+exact diff written (a file beside the index), which is what `unapply` reverses, and the verdict
+of its smoke checks since it was written (`proven`): "" until they have run (written with
+`--no-smoke`, or a run killed before its checks ended), then `pass`, `fail` or `error`.
+A record written before `proven` existed reads as "" (not proven): the next `apply` proves it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from patchkeeper.install.files import atomic_write, atomic_write_all, sync_folder
@@ -28,6 +31,7 @@ class AppliedRecord:
     base: str
     outcome: str
     applied_at: str
+    proven: str = ""  # its smoke checks' verdict since it was written; "" = not run yet
 
     @property
     def diff_file(self) -> str:
@@ -51,6 +55,19 @@ def written_diff(state_dir: Path, record: AppliedRecord) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         raise UserError(f"{path}: recorded diff of {record.name!r} is missing") from None
+
+
+def record_proof(state_dir: Path, verdicts: dict[str, str]) -> None:
+    """Keep each named patch's smoke verdict (VERDICTS: name -> pass, fail or error) in its
+    record; a patch with no record, or whose record says so already, is left as it is."""
+    records = load_applied(state_dir)
+    changed = {
+        name: replace(record, proven=verdict)
+        for name, verdict in verdicts.items()
+        if (record := records.get(name)) is not None and record.proven != verdict
+    }
+    if changed:
+        save_applied(state_dir, {**records, **changed}, {})
 
 
 def save_applied(

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
+from patchkeeper.install.tempfolders import temporary_folder
 
 _TOOL_ID = {
     "GIT_AUTHOR_NAME": "patchkeeper",
@@ -42,7 +42,7 @@ def worktree_tree(install: Install, also: Iterable[str] = ()) -> str:
     the index ("racily clean"). A copy with a new mtime makes every entry look older, so such
     an edit (a patch just written, a user's same-size edit) was silently left out.
     """
-    with tempfile.TemporaryDirectory(prefix="patchkeeper-") as tmp:
+    with temporary_folder() as tmp:
         index_file = Path(tmp) / "index"
         env = {"GIT_INDEX_FILE": str(index_file)}
         if (install.git_dir / "index").is_file():

@@ -19,6 +19,9 @@ SYMLINK_MODE = "120000"
 _LINK_MAX = 4096  # a symlink's target, with its terminating NUL (PATH_MAX)
 _DIFF_PATH_RE = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 _SIGNATURE_RE = re.compile(rb"(?<=\n)-- \r?\n[^\n]*\r?\n(?:\r?\n)*\Z")
+_MODE_RE = re.compile(r"^(?:(?:old|new|new file|deleted file) mode|index \S+) ([0-7]{6})$")
+_MODES = ("100644", "100755", SYMLINK_MODE)  # what git keeps for a file, and what it writes
+_GITLINK_MODE = "160000"
 
 
 def _without_signature(diff: bytes) -> bytes:
@@ -69,6 +72,34 @@ def _diff_paths(
             if clean != "/dev/null" and clean not in touched:
                 touched.append(clean)
     return touched, problems
+
+
+def _mode_problem(mode: str) -> str | None:
+    """Why a diff line giving a path MODE is refused: a submodule commit (gitlink) is not a
+    file the writer can put in place, and a mode git never keeps (100777, a setuid 104755)
+    would be written as a plain 100755, claiming what was not done."""
+    if mode in _MODES:
+        return None
+    if mode == _GITLINK_MODE:
+        return "a submodule (gitlink, mode 160000) is not a file patchkeeper can write"
+    return f"mode {mode} is not one git keeps for a file (100644, 100755 or 120000)"
+
+
+def _modes(path: Path, body: list[str], where: Callable[[int], int]) -> list[Problem]:
+    """A Problem for each header line of BODY that gives a mode the writer cannot keep."""
+    problems, in_header = [], False
+    for offset, line in enumerate(body):
+        if line.startswith("diff --git "):
+            in_header = True
+        elif line.startswith("@@"):
+            in_header = False
+        elif (
+            in_header
+            and (match := _MODE_RE.match(line)) is not None
+            and (why := _mode_problem(match.group(1))) is not None
+        ):
+            problems.append(Problem(path, where(offset), why))
+    return problems
 
 
 def _crlf_mangled(raw_lines: list[str], start: int) -> int | None:
@@ -185,7 +216,7 @@ def read_diff(
 
     body = [line.removesuffix("\r") for line in diff.decode(errors="surrogateescape").split("\n")]
     files, path_problems = _diff_paths(path, body, where)
-    problems += path_problems
+    problems += path_problems + _modes(path, body, where)
     for line, link, content in _links(body):
         if (why := _link_problem(link, content, outside_links)) is not None:
             problems.append(Problem(path, where(line), why))

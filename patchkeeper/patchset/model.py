@@ -88,6 +88,7 @@ class PatchFile:
     warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
     empty: bool = False  # no diff at all: applied as empty, as quilt does
     invalid: str | None = None  # why it cannot be read or is unsafe: `invalid`, never tried
+    unchecked: str | None = None  # `Smoke: none (WHY)`: no check can prove it, and why
     by_content: bool = False  # `Choose: by-content`: may share versions with such variants
 
     @property

@@ -5,6 +5,7 @@ read without its diff (see `Patch.complete`).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from patchkeeper.model.problems import Problem
@@ -86,7 +87,8 @@ def parse_data(
     problems += [p for p in (p1, p2) if p]
     upstream_has, has_problems = parse_upstream_has(path, fields, lines)
     problems += has_problems
-    smoke = tuple(s.strip() for s in fields.get("smoke", "").split(",") if s.strip())
+    smoke, unchecked, p3 = _smoke_field(path, fields, lines)
+    problems += [p for p in (p3,) if p]
     problems += [
         Problem(
             path,
@@ -113,8 +115,27 @@ def parse_data(
         header=header,
         warnings=tuple(warnings),
         empty=empty,
+        unchecked=unchecked,
         by_content=by_content,
     ), []
+
+
+_NONE_RE = re.compile(r"^none\b[\s:,(-]*(.*?)\)?\s*$", re.IGNORECASE)
+
+
+def _smoke_field(
+    path: Path, fields: dict[str, str], lines: list[str]
+) -> tuple[tuple[str, ...], str | None, Problem | None]:
+    """`Smoke:` as check names, or `Smoke: none (WHY)`: a fix no check can prove, said on
+    purpose (its reason is required, and reported), so a fix without a check is never a
+    quiet green."""
+    value = fields.get("smoke", "").strip()
+    if (match := _NONE_RE.match(value)) is None:
+        return tuple(s.strip() for s in value.split(",") if s.strip()), None, None
+    if not match.group(1).strip():
+        why = "Smoke: none needs its reason: `Smoke: none (why no check can prove it)`"
+        return (), None, Problem(path, field_line(lines, "smoke"), why)
+    return (), match.group(1).strip(), None
 
 
 def _choice(path: Path, fields: dict[str, str], lines: list[str]) -> tuple[bool, Problem | None]:

@@ -16,6 +16,9 @@ def _plain_name(path: Path, line: str, number: int) -> tuple[str | None, Problem
     token = unquote(line[4:].split("\t")[0].strip())
     if token == "/dev/null":
         return "/dev/null", None
+    if token.startswith("/"):  # -p1 would quietly make it relative: a file the author never named
+        why = f"{token!r}: absolute path; write it relative to the top of the tree (a/FILE)"
+        return None, Problem(path, number, why)
     parts = token.split("/", 1)
     if len(parts) < 2 or not parts[1]:
         why = f"{token!r}: a plain diff's file names need a leading folder to drop (-p1)"

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from patchkeeper.model.problems import Problem
+from patchkeeper.patchset.settings import CONFIG_NAME
 from patchkeeper.patchset.userfiles import (
     MAX_SMALL_FILE_BYTES,
     read_user_file,
@@ -156,6 +157,8 @@ def _alias(
     as the first is in place. ROOT is the patch set's real path; FILES the real paths of the
     patch files ENTRY names."""
     where = real(root / entry)
+    if (why := _set_file(root, entry, where, real)) is not None:
+        return why
     if where is not None and (where == root or where in root.parents):
         what = "the patch set's own folder" if where == root else "a folder above the patch set"
         return f"{entry!r} is {what}; a series entry names a patch file or a folder of variants"
@@ -166,6 +169,25 @@ def _alias(
                 "list each fix once"
             )
     return None
+
+
+def _set_file(root: Path, entry: str, where: Path | None, real: RealPaths) -> str | None:
+    """Why ENTRY (real path WHERE) is a file of the set that is no patch: `series` itself,
+    `patchkeeper.toml`, a smoke check, a README. Read as a patch it has no diff, so it would
+    pass everywhere as an empty fix."""
+    own = {real(root / name): name for name in (SERIES_NAME, CONFIG_NAME)}
+    if where is not None and where in own:
+        what = f"the set's own {own[where]}"
+    elif where is not None and any(
+        (checks := real(root / folder)) is not None and (checks == where or checks in where.parents)
+        for folder in NOT_PATCHES
+    ):
+        what = "a smoke check"
+    elif Path(entry).name.upper().startswith("README"):
+        what = "the set's README"
+    else:
+        return None
+    return f"{entry!r} is {what}, not a patch; a series entry names a patch file or a folder"
 
 
 def _patch_files(folder: Path) -> list[tuple[Path, bool]]:

@@ -11,6 +11,7 @@ from patchkeeper.patchset.settings import CONFIG_NAME
 from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.proof.smoke.for_patches import run_for_patches
 from patchkeeper.proof.smoke.interpreter import Interpreter, interpreter_facts
+from patchkeeper.proof.smoke.proven import keep_verdicts, unchecked_notes
 from patchkeeper.proof.smoke.results import worst_verdict
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.report import SmokeReport
@@ -28,6 +29,10 @@ def smoke(ctx: RunContext) -> str:
     )
     if ctx.report.smoke.action:
         ctx.report.attention.append(ctx.report.smoke.action)
+    results = tree.results if tree else []
+    if ctx.report.smoke.checks:  # what proves each fix in place now (status reads it back)
+        keep_verdicts(ctx.install.state_dir, ctx.ws.patch_set, results, ctx.report.smoke.checks)
+    ctx.report.attention += unchecked_notes(ctx.ws.patch_set, results)
     return f"smoke: {ctx.report.smoke.status}"
 
 

@@ -23,7 +23,6 @@ kept so its content stays reachable.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from patchkeeper.install import git, trees
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.state import APPLIED_FILE, WRITTEN_DIR
+from patchkeeper.install.tempfolders import temporary_folder
 from patchkeeper.install.worktree_writer import write_merge, write_trees
 
 ROLL_BACK = "update (roll back)"  # what the tree write journal says was writing
@@ -95,7 +95,7 @@ def _checkout_paths(install: Install, old_tree: str, now: str, old_head: str) ->
 
 def _with_paths_from(repo: Path, tree: str, source: str, paths: list[str]) -> str:
     """TREE with PATHS as SOURCE has them (absent there: absent here)."""
-    with tempfile.TemporaryDirectory(prefix="patchkeeper-") as tmp:
+    with temporary_folder() as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), "GIT_LITERAL_PATHSPECS": "1"}
         git.run(["read-tree", tree], repo, env=env)
         git.run(["rm", "-q", "--cached", "--ignore-unmatch", "-r", "--", *paths], repo, env=env)

@@ -33,7 +33,12 @@ def prepare(template: Sandbox, root: Path) -> Sandbox:
     box = open_copied_sandbox(root)
     for patch in box.patches.rglob("*.patch"):
         lines = patch.read_text().splitlines(keepends=True)
-        patch.write_text("".join(line for line in lines if not line.startswith("Smoke:")))
+        patch.write_text(  # a fix with no check says why (else it is not proven: exit 5)
+            "".join(
+                "Smoke: none (taken out: a benchmark)\n" if line.startswith("Smoke:") else line
+                for line in lines
+            )
+        )
     env = box.hermes_env()
     subprocess.run(
         [sys.executable, "-m", "patchkeeper", "apply", "--patches", str(box.patches)],

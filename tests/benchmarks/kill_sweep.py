@@ -130,7 +130,8 @@ def build(root: Path, command: str) -> Fixture:
     fixture.patches.mkdir()
     for name in PATCHES:
         (fixture.patches / f"{name}.patch").write_text(
-            f"Description: fix {name}\n---\n" + _patch_diff(fixture.install, name)
+            f"Description: fix {name}\nSmoke: none (a kill-sweep fixture)\n---\n"
+            + _patch_diff(fixture.install, name)
         )
     (fixture.patches / "series").write_text("".join(f"{name}.patch\n" for name in PATCHES))
     (fixture.patches / "patchkeeper.toml").write_text(

@@ -94,7 +94,7 @@ class _Patch:
 
     def text(self, base: dict[str, list[str]]) -> str:
         diff = "".join(_file_diff(path, base[path], lines) for path, lines in self.edits.items())
-        return f"Description: synthetic fix {self.name}\n---\n{diff}"
+        return f"Description: synthetic fix {self.name}\nSmoke: none (synthetic)\n---\n{diff}"
 
 
 def _patches(count: int, files: int) -> list[_Patch]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from patchkeeper.install.lock import process_start_time
 from patchkeeper.install.processes import group_alive
+from patchkeeper.install.tempfolders import remove_folder
 
 SCRATCH_DIR = "smoke"  # under the install's state dir: each running check's HOME and TMPDIR
 GROUP_FILE = "group"  # in a check's scratch folder: its process group, while it may run
@@ -69,4 +70,4 @@ def scratch_folder(root: Path | None, name: str) -> Iterator[Path]:
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder)
