@@ -57,12 +57,13 @@ def test_tags_and_since_choose_refs_in_version_order(sandbox: Sandbox) -> None:
     document = json.loads(proc.stdout)
     assert [t["ref"] for t in document["targets"]] == list(TAGS)
     proc = pk(sandbox, "check", "--since", "0.22", "--json")
-    since = TAGS.index("v0.22.0")
+    since = TAGS.index("v2026.10.1")
     assert [t["ref"] for t in json.loads(proc.stdout)["targets"]] == list(TAGS[since:])
-    proc = pk(sandbox, "check", "--tags", "v0.2[34]*", "--ref", "v0.21.5", "--json")
+    glob = "v2026.1[01].[29]*"  # 0.23.0 and 0.24.0
+    proc = pk(sandbox, "check", "--tags", glob, "--ref", "v2026.9.24", "--json")
     refs = [t["ref"] for t in json.loads(proc.stdout)["targets"]]
-    assert refs == ["v0.21.5", "v0.23.0", "v0.24.0"]  # --ref first, as given
-    assert json.loads(proc.stdout)["selection"]["tags"] == ["v0.2[34]*"]
+    assert refs == ["v2026.9.24", "v2026.10.26", "v2026.11.9"]  # --ref first, as given
+    assert json.loads(proc.stdout)["selection"]["tags"] == [glob]
 
 
 def test_tags_that_name_no_commit_are_left_out(tmp_path: Path) -> None:
@@ -92,10 +93,10 @@ def test_fetch_brings_tags_without_moving_anything(sandbox: Sandbox) -> None:
     install = sandbox.install
     head = git(install, "rev-parse", "HEAD")
     status = git(install, "status", "--porcelain")
-    assert git(install, "tag", "--list") in ("", "v0.21.3")  # shallow, no later tags
+    assert git(install, "tag", "--list") in ("", "v2026.9.14")  # shallow, no later tags
     proc = pk(sandbox, "check", "--fetch", "--since", "0.23", "--json")
     assert proc.returncode == 3, proc.stderr
-    assert [t["ref"] for t in json.loads(proc.stdout)["targets"]] == ["v0.23.0", "v0.24.0"]
+    assert [t["ref"] for t in json.loads(proc.stdout)["targets"]] == ["v2026.10.26", "v2026.11.9"]
     assert json.loads(proc.stdout)["selection"]["fetched"] == "origin"
     assert git(install, "rev-parse", "HEAD") == head
     assert git(install, "status", "--porcelain") == status
@@ -119,26 +120,28 @@ def test_github_format_annotates_the_failing_hunk_and_writes_a_summary(
     )  # fmt: skip
     assert proc.returncode == 3
     errors = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
-    assert len(errors) == 3  # the worker's two hunks on the half-wired v0.22.1, schema-once
+    assert len(errors) == 3  # the worker's two hunks on the half-wired 0.22.1, schema-once
     for error in errors[:2]:
         assert error.startswith("::error file=patches/adoption-retry/scheduler-0.21.patch,")
-        assert "adoption-retry does not apply on v0.22.1" in error
+        assert "adoption-retry does not apply on v2026.10.8" in error
     patch_lines = (sandbox.patches / "schema-once.patch").read_text().split("\n")
     hunk = next(n for n, line in enumerate(patch_lines, 1) if line.startswith("@@"))
     assert errors[2].startswith(f"::error file=patches/schema-once.patch,line={hunk},title=")
     message = errors[2].split("::", 2)[2]
-    assert message.startswith("schema-once does not apply on v0.24.0: cron/executions.py: hunk #1")
+    assert message.startswith(
+        "schema-once does not apply on v2026.11.9: cron/executions.py: hunk #1"
+    )
     assert "%0Aline 47: expected" in message and "\n" not in message
     notices = [line for line in proc.stdout.splitlines() if line.startswith("::notice ")]
     assert len(notices) == 2
     assert notices[0].startswith("::notice file=patches/heartbeat-fence.patch,")
-    assert "upstream has heartbeat-fence on 6 ref(s)" in notices[0]  # v0.21.3 and later
+    assert "upstream has heartbeat-fence on 6 ref(s)" in notices[0]  # 0.21.3 and later
     assert "adoption-retry/scheduler-0.21.patch" in notices[1]
-    assert "v0.23.0 .. v0.24.0 (2 refs)" in notices[1]
+    assert "v2026.10.26 .. v2026.11.9 (2 refs)" in notices[1]
     assert "adoption-retry n/a->offset" in proc.stdout  # the table for the log, too
     text = summary.read_text()
     assert text.startswith("earlier step\n## patchkeeper check: 2 of 3 patches need work")
-    assert "| `v0.24.0` | 0.24.0 |" in text and "**schema-once**: conflict on v0.24.0" in text
+    assert "| `v2026.11.9` | 0.24.0 |" in text and "**schema-once**: conflict on v2026.11.9" in text
 
 
 def test_annotation_escaping() -> None:
@@ -151,7 +154,7 @@ def test_junit_format_prints_xml_and_junit_file_still_works(
 ) -> None:
     sandbox.fetch_tags()
     target = tmp_path / "out.xml"
-    proc = pk(sandbox, "check", "--ref", "v0.24.0", "--format", "junit", "--junit", str(target))
+    proc = pk(sandbox, "check", "--ref", "v2026.11.9", "--format", "junit", "--junit", str(target))
     assert proc.returncode == 3
     printed = ET.fromstring(proc.stdout)
     assert ET.tostring(printed) == ET.tostring(ET.parse(target).getroot())

@@ -51,7 +51,7 @@ def test_an_update_whose_reader_left_runs_to_its_end(box: Sandbox) -> None:
     """Progress and the updater's output go to stderr from the first phase on: a closed stderr
     and stdout stop nothing, and the update's exit code is its own."""
     assert pk(box, "apply").returncode == 0
-    box.publish("v0.21.5")
+    box.publish("v2026.9.24")
     code, _ = closed_early(box, "update", stderr_too=True)
     assert code == 0
     assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "main")

@@ -259,7 +259,7 @@ def test_no_install_and_no_interpreter_are_findings_not_tracebacks(
 def test_an_update_that_ended_with_a_conflict_is_not_ok(sandbox: Sandbox) -> None:
     patched(sandbox)
     shutil.rmtree(sandbox.patches / "smoke")  # not under test here, and slow on purpose
-    sandbox.publish("v0.24.0")
+    sandbox.publish("v2026.11.9")
     update = run_cli("update", "--install", sandbox.install, "--patches", sandbox.patches)
     assert update.returncode == 3, update.stdout + update.stderr
     report, findings = diagnosed(sandbox)
@@ -270,19 +270,19 @@ def test_an_update_that_ended_with_a_conflict_is_not_ok(sandbox: Sandbox) -> Non
 
 def test_an_update_stopped_by_its_preview_is_reported_as_such(sandbox: Sandbox) -> None:
     patched(sandbox)
-    sandbox.publish("v0.24.0")
+    sandbox.publish("v2026.11.9")
     sandbox.fetch_tags()
     args = ("--install", sandbox.install, "--patches", sandbox.patches)
-    assert run_cli("update", "--preview", "v0.24.0", *args).returncode == 3
+    assert run_cli("update", "--preview", "v2026.11.9", *args).returncode == 3
     _, findings = diagnosed(sandbox)
     assert not findings["last update"].ok
     assert findings["last update"].summary.endswith(
-        "the update did not happen: stopped at its preview of v0.24.0"
+        "the update did not happen: stopped at its preview of v2026.11.9"
     )
     # status agrees: the update asked for did not happen, and says how to retry it.
     status = run_cli("status", *args)
     assert status.returncode == 5
-    assert "did not happen: stopped at its preview of v0.24.0" in status.stdout
+    assert "did not happen: stopped at its preview of v2026.11.9" in status.stdout
 
 
 def test_receipts_with_a_bom_or_torn_are_read_or_named(doctor_sandbox: Sandbox) -> None:
@@ -383,6 +383,7 @@ def test_an_install_whose_version_is_unknown_is_not_ok(sandbox: Sandbox) -> None
         git(sandbox.install, "tag", "-d", tag)
     version_file = sandbox.install / "hermes_cli" / "__init__.py"  # the version file goes too
     version_file.write_text(version_file.read_text().replace("__version__ = ", "__vers = "))
+    (sandbox.install / "install-stamp.json").unlink()  # and the installer's stamp
     report, findings = diagnosed(sandbox)
     assert not findings["install"].ok and findings["install"].summary.endswith(
         "the version is unknown"

@@ -128,7 +128,7 @@ def _make_host(box: Sandbox, root: Path, name: str) -> Host:
 
 @pytest.fixture
 def fleet(sandbox: Sandbox, tmp_path: Path) -> Fleet:
-    """4 hosts at v0.21.3 with both patches applied; the playbook written out; an inventory."""
+    """4 hosts at v2026.9.14 with both patches applied; the playbook written out; an inventory."""
     box = quiet(sandbox)
     root = tmp_path / "fleet"
     hosts = tuple(_make_host(box, root, name) for name in HOSTS)
@@ -225,8 +225,12 @@ def state(host: Host) -> dict[str, str]:
 
 
 def version_of(host: Host) -> str:
-    text = (host.install / "hermes_cli" / "__init__.py").read_text()
-    return text.split('__version__ = "', 1)[1].split('"', 1)[0]
+    """What the host's own `hermes version` says (from 0.21.5 on: its install stamp)."""
+    proc = subprocess.run(
+        ["./hermes", "version"], cwd=host.install, capture_output=True, text=True, check=True,
+        env={**os.environ, "HERMES_HOME": str(host.hermes_home)},
+    )  # fmt: skip
+    return proc.stdout.strip()
 
 
 def rows_by_host(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -234,7 +238,7 @@ def rows_by_host(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_a_clean_rollout_updates_every_host(fleet: Fleet) -> None:
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     proc = play(fleet, patchkeeper_preview="origin/main")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     for host in fleet.hosts:
@@ -265,7 +269,7 @@ def reports_of(fleet: Fleet) -> dict[str, bytes]:
 
 
 def test_a_conflicting_canary_halts_the_rollout_with_the_rest_untouched(fleet: Fleet) -> None:
-    fleet.box.publish("v0.24.0")  # v0.24.0 reformats `_connect`: schema-once conflicts
+    fleet.box.publish("v2026.11.9")  # 0.24.0 reformats `_connect`: schema-once conflicts
     before = {host.name: state(host) for host in fleet.hosts}  # origin/main not fetched yet
 
     dry = play(fleet, "--check", patchkeeper_preview="origin/main")
@@ -315,7 +319,7 @@ def test_a_relative_reports_dir_is_where_the_operator_stands(fleet: Fleet) -> No
     """docs/fleet.md's `-e patchkeeper_reports_dir=reports/A`, then `patchkeeper fleet report
     reports/A`, both from the same folder (not the playbook's): the same reports, and the halt
     message names where they are."""
-    fleet.box.publish("v0.24.0")  # the canary conflicts: one host is enough
+    fleet.box.publish("v2026.11.9")  # the canary conflicts: one host is enough
     proc = play(fleet, patchkeeper_preview="origin/main", patchkeeper_reports_dir="reports/A")
     assert proc.returncode == 2, proc.stdout[-4000:]
     assert f"report: {fleet.root}/reports/A/h1/update.json" in proc.stdout
@@ -343,7 +347,7 @@ def hold_lock(host: Host) -> subprocess.Popen[str]:
 
 
 def test_a_busy_host_is_retried_then_halts_the_rest_and_a_rerun_resumes(fleet: Fleet) -> None:
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     h3, h4 = fleet.host("h3"), fleet.host("h4")
     before = {host.name: state(host) for host in (h3, h4)}
     holder = hold_lock(h3)
@@ -390,7 +394,7 @@ def test_a_busy_host_is_retried_then_halts_the_rest_and_a_rerun_resumes(fleet: F
 
 
 def test_the_smoke_step_proves_the_host_after_its_update(fleet: Fleet) -> None:
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     proc = play(fleet, "--limit", "h1", patchkeeper_smoke=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
     smoke = json.loads((fleet.reports / "h1" / "smoke.json").read_text())
@@ -497,7 +501,7 @@ def test_an_update_without_a_json_document_fails_the_canary_by_its_exit_status(
 ) -> None:
     """`--timeout 0` is a usage error that prints no document: exit 2 stands in, and the
     report brought back says so, with the last line patchkeeper wrote on stderr."""
-    fleet.box.publish("v0.21.5")
+    fleet.box.publish("v2026.9.24")
     proc = play(fleet, patchkeeper_timeout=0)
     assert proc.returncode == 2, proc.stdout[-4000:]
     assert "h1: exit 2 (update): " in proc.stdout and "'0'" in proc.stdout

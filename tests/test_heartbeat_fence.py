@@ -1,7 +1,7 @@
 """The heartbeat-fence patch and its smoke check on a practice upstream built from scratch.
 
-The practice upstream is the sandbox's (patchkeeper/demo/): at v0.21.2 cron/jobs.py's heartbeat
-renews through the fire fence, as Hermes did before upstream PR #109310; v0.21.3 fixes it
+The practice upstream is the sandbox's (patchkeeper/demo/): at 0.21.2 cron/jobs.py's heartbeat
+renews through the fire fence, as Hermes did before upstream PR #109310; 0.21.3 fixes it
 upstream's way. The patch set is the bundled patch file and smoke check, alone. Real git
 repositories, real subprocesses, real threads and locks in the check.
 """
@@ -33,9 +33,9 @@ PROBE = "cron/jobs.py::heartbeat_fire_claim contains 'return _with_job(job_id, a
 
 @pytest.fixture
 def upstream(sandbox: Sandbox) -> Path:
-    """The sandbox's install at v0.21.2 (checked out), every later release tag fetched."""
+    """The sandbox's install at v2026.9.11 (checked out), every later release tag fetched."""
     sandbox.fetch_tags()
-    git(sandbox.install, "checkout", "-q", "v0.21.2")
+    git(sandbox.install, "checkout", "-q", "v2026.9.11")
     return sandbox.install
 
 
@@ -77,16 +77,16 @@ def test_check_carries_it_before_the_fix_and_retires_it_by_content_after(
     upstream: Path, patches: Path
 ) -> None:
     code, doc = run_json(
-        "check", "--install", upstream, "--patches", patches, "--ref", "v0.21.2",
-        "--ref", "v0.21.3",
+        "check", "--install", upstream, "--patches", patches, "--ref", "v2026.9.11",
+        "--ref", "v2026.9.14",
     )  # fmt: skip
     assert code == 0
     by_ref = {t["ref"]: t["patches"][0] for t in doc["targets"]}
     assert {ref: p["outcome"] for ref, p in by_ref.items()} == {
-        "v0.21.2": "applied-offset",  # the practice file is shorter than Hermes
-        "v0.21.3": "upstream-has-it",
+        "v2026.9.11": "applied-offset",  # the practice file is shorter than Hermes
+        "v2026.9.14": "upstream-has-it",
     }
-    assert PROBE in by_ref["v0.21.3"]["detail"]
+    assert PROBE in by_ref["v2026.9.14"]["detail"]
 
 
 def test_without_the_fix_the_check_fails_naming_the_refusal_and_the_unchanged_owner(
@@ -121,7 +121,7 @@ def test_applied_the_same_owner_renews_under_the_fence_and_others_are_refused(
 def test_the_fixed_release_needs_nothing_and_its_own_code_passes(
     upstream: Path, patches: Path
 ) -> None:
-    git(upstream, "checkout", "-q", "v0.21.3")
+    git(upstream, "checkout", "-q", "v2026.9.14")
     before = tree_snapshot(upstream)
     code, doc = run_json("apply", "--install", upstream, "--patches", patches)
     assert (code, outcomes(doc)) == (0, {"heartbeat-fence": "upstream-has-it"})
@@ -228,7 +228,7 @@ def test_the_probe_passes_a_heartbeat_that_takes_no_fence(
         code, _doc = run_json("apply", "--install", upstream, "--patches", patches)
         assert code == 0
     else:
-        git(upstream, "checkout", "-q", "v0.21.3")  # its docstring names the fence: not a call
+        git(upstream, "checkout", "-q", "v2026.9.14")  # its docstring names the fence: not a call
     found = probe(upstream, patches)
     assert (found.verdict, found.steps[0].detail) == (
         "pass",

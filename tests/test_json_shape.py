@@ -117,9 +117,9 @@ def test_demo_takes_json(tmp_path: Path) -> None:
         "status", "apply", "status", "check", "update",
     ]  # fmt: skip
     apply, update = doc["steps"][1], doc["steps"][4]
-    assert apply["exit_code"] == 4  # v0.21.2: the hand-off path is broken, no fix fits there
+    assert apply["exit_code"] == 4  # 0.21.2: the hand-off path is broken, no fix fits there
     assert any(n.startswith("adoption-retry has no fix for this release") for n in apply["notes"])
-    assert (update["exit_code"], code) == (0, 0)  # v0.21.3: heartbeat-fence retired
+    assert (update["exit_code"], code) == (0, 0)  # 0.21.3: heartbeat-fence retired
     retired = {p["name"]: p["outcome"] for p in update["patches"]}["heartbeat-fence"]
     assert retired == "upstream-has-it"
     assert {p["name"] for p in doc["patches"]} == {

@@ -66,7 +66,7 @@ def test_unpatched_the_stall_loses_the_hand_off_and_the_schema_reruns(
                    ledger_sandbox.patches, "--json")  # fmt: skip
     assert proc.returncode == 4, proc.stderr
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
-    assert checks["fire_claim_heartbeat"]["verdict"] == "pass"  # v0.21.3 has upstream's fix
+    assert checks["fire_claim_heartbeat"]["verdict"] == "pass"  # 0.21.3 has upstream's fix
     check = checks["ledger_adoption"]
     steps = {s["name"]: s for s in check["steps"]}
     assert [s["verdict"] for s in check["steps"]] == ["pass", "pass", "fail", "pass"]
@@ -99,7 +99,7 @@ def test_patched_every_step_passes(ledger_sandbox: Sandbox) -> None:
         install, settings, patch_set, applied.results, lambda n, t: progress.append((n, t))
     )
     results = {r.name: r for r in report.results}
-    # heartbeat-fence is upstream's at v0.21.3 (its probe, no variant for it): its check
+    # heartbeat-fence is upstream's at 0.21.3 (its probe, no variant for it): its check
     # still proves upstream's own fix
     assert list(results) == ["ledger_adoption", "ledger_schema", "fire_claim_heartbeat"]
     assert results["fire_claim_heartbeat"].verdict == PASS
@@ -198,7 +198,7 @@ def test_the_older_launcher_generation_is_driven_and_judged(tmp_path: Path) -> N
     hand-off. The 0.21 variant forced onto it crashes the launcher: named, never a pass."""
     from patchkeeper.demo.sandbox import build_sandbox
 
-    old = build_sandbox(tmp_path / "old", install_tag="v0.21.2")
+    old = build_sandbox(tmp_path / "old", install_tag="v2026.9.11")
     shutil.copy2(CHECK, old.patches / "smoke" / "ledger_adoption.py")
     result = run_check(old)
     assert result.verdict == FAIL, result
@@ -273,7 +273,7 @@ def test_on_0_21_2_the_unfixed_path_fails_the_run_and_schema_once_is_proven(
     apply is never green and says why; schema-once's own check passes, so it is not blamed."""
     from patchkeeper.demo.sandbox import build_sandbox
 
-    old = build_sandbox(tmp_path / "old", install_tag="v0.21.2")
+    old = build_sandbox(tmp_path / "old", install_tag="v2026.9.11")
     proc = run_cli("apply", "--install", old.install, "--patches", old.patches, "--json")
     assert proc.returncode == 4, proc.stdout
     doc = json.loads(proc.stdout)
@@ -358,12 +358,13 @@ def test_the_smoke_run_takes_the_version_apply_already_has(sandbox: Sandbox) -> 
     counter = sandbox.root / "version-runs"
     config = sandbox.patches / "patchkeeper.toml"
     command = json.dumps(["sh", "-c", f"echo run >> {counter}; echo 0.21.3"])
-    config.write_text(
-        config.read_text().replace("[install]\n", f"[install]\nversion_command = {command}\n")
-    )
-    for retry in (sandbox.patches / "adoption-retry").glob("*.patch"):  # for 0.22 on: unfixed
-        text = retry.read_text()
-        retry.write_text(text.replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n"))
+    text = config.read_text()  # the version command is the only version source
+    sources, tags = text.index("[[install.version_source]]"), text.index("[tags]")
+    config.write_text(text[:sources] + f"version_command = {command}\n\n" + text[tags:])
+    for variant in (sandbox.patches / "adoption-retry").glob("*.patch"):  # for 0.22 on: unfixed
+        variant.write_text(
+            variant.read_text().replace("Applies-To: >=0.21.3\n", "Applies-To: >=0.22\n")
+        )
     (sandbox.patches / "smoke" / "ledger_adoption.py").write_text(
         "import json\nprint(json.dumps({'check': 'ledger_adoption', 'verdict': 'pass'}))\n"
     )

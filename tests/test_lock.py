@@ -129,7 +129,7 @@ def test_a_lock_left_by_a_killed_run_is_taken_over_and_reported(box: Sandbox) ->
     holder.wait()
     assert holder.returncode == -signal.SIGKILL
     assert json.loads(lock_file(box).read_text())["pid"] == holder.pid  # the record stays
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert any(f"stale lock from dead pid {holder.pid}" in note for note in doc["notes"])
@@ -182,7 +182,7 @@ def test_two_concurrent_updates_one_runs_the_other_is_busy(box: Sandbox, tmp_pat
     gate = tmp_path / "gate"
     set_command(box, ["sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; "
                       "exec ./hermes update --yes"])  # fmt: skip
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     first = subprocess.Popen(
         [sys.executable, "-m", "patchkeeper", "update", "--json", "--patches", str(box.patches)],
         env={**box.hermes_env(), **GIT_ID},
@@ -202,7 +202,7 @@ def test_two_concurrent_updates_one_runs_the_other_is_busy(box: Sandbox, tmp_pat
         gate.touch()
         out, _ = first.communicate(timeout=60)
     assert first.returncode == 0, out
-    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
+    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v2026.10.1^{}")
     assert pk(box, "status").returncode == 0
 
 

@@ -72,7 +72,7 @@ def park_the_fixes(sandbox: Sandbox) -> None:
     """The seeds' update: the fixes are in the tree, the updater stashes them, moves HEAD,
     keeps the stash parked and says success."""
     assert run_cli("apply", *where(sandbox)).returncode == 0
-    sandbox.publish("v0.21.5")
+    sandbox.publish("v2026.9.24")
     subprocess.run(
         ["./hermes", "update", "--yes", "--keep-stash"],
         cwd=sandbox.install,
@@ -164,7 +164,7 @@ def test_status_and_apply_figures_are_those_of_their_json(sandbox: Sandbox, tmp_
 def test_update_reports_itself_and_status_reports_the_last_update(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    sandbox.publish("v0.21.5")
+    sandbox.publish("v2026.9.24")
     metrics = tmp_path / "update.prom"
     code, document = run_json("update", *where(sandbox), "--metrics", metrics)
     assert code == 0, document
@@ -291,7 +291,7 @@ def test_fleet_report_writes_one_file_with_a_line_per_host(
     reports = tmp_path / "reports"
     (reports / "never-ran").mkdir(parents=True)
     (reports / "web-1").mkdir()
-    sandbox.publish("v0.21.5")
+    sandbox.publish("v2026.9.24")
     proc = run_cli("update", *where(sandbox), "--json")
     (reports / "web-1" / "update.json").write_text(proc.stdout)
     metrics = tmp_path / "fleet.prom"

@@ -286,7 +286,7 @@ def test_doctor_on_a_fresh_install_fails_the_lines_the_readme_prepares_for(
     on a fresh install of a release the bundled fixes are for, with its venv."""
     home = tmp_path / "home"
     install = home / ".hermes" / "hermes-agent"
-    subprocess.run(["git", "clone", "-q", "--depth=1", "--branch=v0.21.3",
+    subprocess.run(["git", "clone", "-q", "--depth=1", "--branch=v2026.9.14",
                     sandbox.origin.as_uri(), str(install)], check=True,
                    capture_output=True)  # fmt: skip
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(install / "venv")],

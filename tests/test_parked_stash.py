@@ -23,7 +23,7 @@ def test_apply_after_a_parked_keep_stash_update_is_exit_5_with_a_working_command
     assert run_cli("apply", *where).returncode == 0
     constants = sandbox.install / "hermes_constants.py"
     constants.write_text(constants.read_text() + EDIT)
-    sandbox.publish("v0.21.5")  # a release both patches still apply on
+    sandbox.publish("v2026.9.24")  # a release both patches still apply on
     subprocess.run(
         ["./hermes", "update", "--yes", "--keep-stash"],
         cwd=sandbox.install,

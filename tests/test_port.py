@@ -30,7 +30,7 @@ from tests.helpers import (
 )
 
 NEWEST = TAGS[-1]  # upstream has adoption-retry and heartbeat-fence; schema-once conflicts
-MOVED = TAGS[3]  # the code both patches touch moved down (v0.22.0 today): offsets only
+MOVED = TAGS[3]  # the code both patches touch moved down (0.22.0 today): offsets only
 
 # A stand-in smoke check: passes when the tree it runs on (its cwd) holds the fix's text.
 STAND_IN = """import json, pathlib

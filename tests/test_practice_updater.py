@@ -160,18 +160,19 @@ def new_origin_commit(sandbox: Sandbox, message: str) -> str:
     return sha
 
 
-def test_calver_and_suffixed_tags_are_not_releases(sandbox: Sandbox) -> None:
+def test_only_calver_tags_are_releases(sandbox: Sandbox) -> None:
     sandbox.publish(SECOND)
-    git(sandbox.origin, "tag", "v2026.7.20", f"{SECOND}^{{commit}}")  # sorts above SemVer
+    git(sandbox.origin, "tag", "v0.21.5", f"{SECOND}^{{commit}}")  # SemVer-looking: not one
+    git(sandbox.origin, "tag", "v2026.9.1", f"{SECOND}^{{commit}}")  # an older date, same commit
     proc = ok(hermes_update(sandbox))
     assert f"→ Latest release: {SECOND}" in proc.stdout
     tip = new_origin_commit(sandbox, "untagged work on main")
-    git(sandbox.origin, "tag", "v2026.8.1", tip)
-    git(sandbox.origin, "tag", "v9.9.9-canary.1", tip)
+    git(sandbox.origin, "tag", "v0.99.0", tip)
+    git(sandbox.origin, "tag", "v2026.12.1-canary.1", tip)
     proc = ok(hermes_update(sandbox))
     assert "→ Latest release: none tagged at origin's main; following its tip" in proc.stdout
     assert head(sandbox) == tip and branch(sandbox) == ""
-    assert "v2026.7.20" not in git(sandbox.install, "tag")
+    assert "v0.21.5" not in git(sandbox.install, "tag")
 
 
 # ---------------------------------------------------------------- the autostash

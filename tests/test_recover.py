@@ -49,11 +49,11 @@ def box(sandbox: Sandbox) -> Sandbox:
     with_user_edits(box)
     with (box.install / "hermes_cli/sqlite_util.py").open("a") as handle:
         handle.write(SQLITE_UTIL_EDIT)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     return box
 
 
-# Upstream's own from v0.21.3 on: the box (v0.21.3 -> v0.22.0) never carries them, and `status`
+# Upstream's own from 0.21.3 on: the box (0.21.3 -> 0.22.0) never carries them, and `status`
 # must say upstream-has-it at either end of every crash.
 UPSTREAMS_OWN = ("heartbeat-fence",)
 
@@ -92,7 +92,7 @@ def assert_truthful_status(box: Sandbox, *, update_missed: bool = False) -> dict
 @pytest.mark.parametrize("phase", range(1, len(PHASES) + 1), ids=lambda n: f"{n}-{PHASES[n - 1]}")
 def test_kill_at_every_phase_boundary_then_recover(box: Sandbox, phase: int) -> None:
     old = git(box.install, "rev-parse", "HEAD")
-    new = git(box.origin, "rev-parse", "v0.22.0^{}")
+    new = git(box.origin, "rev-parse", "v2026.10.1^{}")
     preview = ["--preview", "origin/main"] if PHASES[phase - 1] == "preview" else []
     killed = pk(box, "update", *preview, env={"PATCHKEEPER_STOP_AT_PHASE": str(phase)})
     assert killed.returncode == -signal.SIGKILL
@@ -136,7 +136,7 @@ def test_kill_inside_a_phase_then_recover(box: Sandbox, point: str) -> None:
     code, doc = pk_json(box, "recover")
     missed = INSIDE[point] == "old"
     assert (code, doc["direction"]) == (5 if missed else 0, INSIDE[point]), doc
-    tag = "v0.21.3" if INSIDE[point] == "old" else "v0.22.0"
+    tag = "v2026.9.14" if INSIDE[point] == "old" else "v2026.10.1"
     assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", f"{tag}^{{}}")
     assert all_edits_present(box)
     assert set(assert_truthful_status(box, update_missed=missed).values()) == {"present"}
@@ -199,7 +199,7 @@ def test_recover_never_takes_a_running_upstream_command_for_dead(box: Sandbox, t
     _wait_for(lambda: not group_alive(pgid))
     code, doc = pk_json(box, "recover")
     assert (code, doc["direction"]) == (0, "new"), doc
-    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
+    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v2026.10.1^{}")
     assert all_edits_present(box)
     assert set(assert_truthful_status(box).values()) == {"present"}
 
@@ -246,7 +246,9 @@ def test_a_helper_left_in_the_updaters_group_does_not_keep_recover_busy(
         (note,) = [a for a in doc["actions"] if f"process group {pgid}" in a]
         assert f"pids {helper}" in note and "still run" in note
         assert process_start_time(helper) is not None  # named, left alone
-        assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
+        assert git(box.install, "rev-parse", "HEAD") == git(
+            box.origin, "rev-parse", "v2026.10.1^{}"
+        )
         assert all_edits_present(box)
         assert set(assert_truthful_status(box).values()) == {"present"}
     finally:

@@ -113,16 +113,16 @@ def header(patch: str, field: str) -> str:
 
 
 def test_origin_holds_every_release_and_main_is_at_the_install_tag(sandbox: Sandbox) -> None:
-    assert out(sandbox.origin, "tag", "-l").split() == list(TAGS)
-    assert INSTALL_TAG == "v0.21.3"
-    assert out(sandbox.origin, "rev-parse", "main") == commit_of(sandbox, "v0.21.3")
+    assert out(sandbox.origin, "tag", "-l").split() == sorted(TAGS)
+    assert INSTALL_TAG == "v2026.9.14"
+    assert out(sandbox.origin, "rev-parse", "main") == commit_of(sandbox, "v2026.9.14")
     assert out(sandbox.origin, "rev-parse", "--is-bare-repository") == "true"
 
 
 def test_install_is_a_shallow_clone_of_main_at_the_install_tag(sandbox: Sandbox) -> None:
     install = sandbox.install
     assert out(install, "rev-parse", "--is-shallow-repository") == "true"
-    assert out(install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.21.3")
+    assert out(install, "rev-parse", "HEAD") == commit_of(sandbox, "v2026.9.14")
     assert out(install, "rev-parse", "--abbrev-ref", "HEAD@{upstream}") == "origin/main"
     assert out(install, "remote", "get-url", "origin") == sandbox.origin.as_uri()
     assert out(install, "status", "--porcelain") == ""
@@ -134,9 +134,9 @@ def test_install_is_a_shallow_clone_of_main_at_the_install_tag(sandbox: Sandbox)
 def test_builds_are_reproducible_and_patch_bases_name_real_upstream_commits(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    again = build_sandbox(tmp_path / "again", install_tag="v0.23.0")
+    again = build_sandbox(tmp_path / "again", install_tag="v2026.10.26")
     assert [commit_of(again, tag) for tag in TAGS] == [commit_of(sandbox, tag) for tag in TAGS]
-    assert out(again.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.23.0")
+    assert out(again.install, "rev-parse", "HEAD") == commit_of(sandbox, "v2026.10.26")
     sandbox_commits = {commit_of(sandbox, tag) for tag in TAGS}
     for patch, base in REAL_BASES.items():
         assert header(patch, "Base") == base
@@ -159,16 +159,16 @@ def test_a_copied_sandbox_points_at_itself(sandbox: Sandbox, sandbox_template: S
     assert f'python = "{sys.executable}"' in config
     assert 'command = ["./hermes", "update", "--yes"]' in config
     assert str(sandbox_template.root) not in config
-    sandbox.publish("v0.22.0")
+    sandbox.publish("v2026.10.1")
     assert git(sandbox.install, "fetch", "-q", "origin", "main").returncode == 0
-    assert out(sandbox.install, "rev-parse", "origin/main") == commit_of(sandbox, "v0.22.0")
-    assert out(sandbox_template.origin, "rev-parse", "main") == commit_of(sandbox, "v0.21.3")
+    assert out(sandbox.install, "rev-parse", "origin/main") == commit_of(sandbox, "v2026.10.1")
+    assert out(sandbox_template.origin, "rev-parse", "main") == commit_of(sandbox, "v2026.9.14")
 
 
 def test_fetch_tags_brings_every_release_into_the_install(sandbox: Sandbox) -> None:
-    assert out(sandbox.install, "tag", "-l").split() == ["v0.21.3"]
+    assert out(sandbox.install, "tag", "-l").split() == ["v2026.9.14"]
     sandbox.fetch_tags()
-    assert out(sandbox.install, "tag", "-l").split() == list(TAGS)
+    assert out(sandbox.install, "tag", "-l").split() == sorted(TAGS)
 
 
 def test_unknown_release_and_non_empty_folder_are_refused(sandbox: Sandbox) -> None:
@@ -193,22 +193,22 @@ def apply_check(
 @pytest.mark.parametrize(
     ("patch", "tag", "expected"),
     [
-        # git applies it at v0.21.2 (the trap of issue 14): Applies-To must leave it out
-        (ADOPTION, "v0.21.2", "offset"),
-        (ADOPTION, "v0.21.3", "offset"),  # real upstream line numbers: offset even at base
-        (ADOPTION, "v0.21.5", "offset"),
-        (ADOPTION, "v0.22.0", "offset"),
-        (ADOPTION, "v0.22.1", "conflict"),  # half-wired upstream: never upstream-has-it
-        (ADOPTION, "v0.23.0", "upstream-has-it"),
-        (ADOPTION, "v0.24.0", "upstream-has-it"),
-        (SCHEMA, "v0.21.2", "offset"),
-        (SCHEMA, "v0.21.3", "offset"),
-        (SCHEMA, "v0.21.5", "offset"),
-        (SCHEMA, "v0.22.0", "offset"),
-        (SCHEMA, "v0.22.1", "offset"),
-        (SCHEMA, "v0.23.0", "offset"),
-        (SCHEMA, "v0.24.0", "conflict"),
-        (HEARTBEAT, "v0.21.2", "offset"),  # before PR #109310: the heartbeat takes the fence
+        # git applies it at 0.21.2 (the trap of issue 14): Applies-To must leave it out
+        (ADOPTION, "v2026.9.11", "offset"),
+        (ADOPTION, "v2026.9.14", "offset"),  # real upstream line numbers: offset even at base
+        (ADOPTION, "v2026.9.24", "offset"),
+        (ADOPTION, "v2026.10.1", "offset"),
+        (ADOPTION, "v2026.10.8", "conflict"),  # half-wired upstream: never upstream-has-it
+        (ADOPTION, "v2026.10.26", "upstream-has-it"),
+        (ADOPTION, "v2026.11.9", "upstream-has-it"),
+        (SCHEMA, "v2026.9.11", "offset"),
+        (SCHEMA, "v2026.9.14", "offset"),
+        (SCHEMA, "v2026.9.24", "offset"),
+        (SCHEMA, "v2026.10.1", "offset"),
+        (SCHEMA, "v2026.10.8", "offset"),
+        (SCHEMA, "v2026.10.26", "offset"),
+        (SCHEMA, "v2026.11.9", "conflict"),
+        (HEARTBEAT, "v2026.9.11", "offset"),  # before PR #109310: the heartbeat takes the fence
         *((HEARTBEAT, tag, "upstream-has-it") for tag in TAGS[1:]),  # the fix, by content
     ],
 )
@@ -284,26 +284,26 @@ def rebuild_on(sandbox: Sandbox, scratch: Path, tag: str, patch: str) -> Path:
 
 
 def test_update_fast_forwards_a_clean_install(sandbox: Sandbox) -> None:
-    sandbox.publish("v0.22.0")
+    sandbox.publish("v2026.10.1")
     result = hermes(sandbox, "update", "--yes")
     assert result.returncode == 0, result.stderr
-    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.22.0")
+    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v2026.10.1")
     assert out(sandbox.install, "status", "--porcelain") == ""
     assert out(sandbox.install, "stash", "list") == ""
     [(_, receipt)] = receipts(sandbox)
     assert receipt["outcome"] == "success" and receipt["exit_code"] == 0
     assert all(step.pop("at") for step in receipt["steps"])  # when each step ran
     assert receipt["steps"] == []
-    assert receipt["post_update"] == commit_of(sandbox, "v0.22.0")
+    assert receipt["post_update"] == commit_of(sandbox, "v2026.10.1")
 
 
 def test_update_restores_local_changes_the_release_leaves_alone(sandbox: Sandbox) -> None:
     assert git(sandbox.install, "apply", str(PATCHSET / ADOPTION)).returncode == 0
-    sandbox.publish("v0.21.5")
+    sandbox.publish("v2026.9.24")
     result = hermes(sandbox, "update", "--yes")
     assert result.returncode == 0, result.stderr
     assert "Local changes restored" in result.stdout
-    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.21.5")
+    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v2026.9.24")
     undo = git(sandbox.install, "apply", "--check", "--reverse", str(PATCHSET / ADOPTION))
     assert undo.returncode == 0, "the patch is no longer in the work tree"
     assert out(sandbox.install, "stash", "list") == ""
@@ -317,11 +317,11 @@ def test_update_restores_local_changes_the_release_leaves_alone(sandbox: Sandbox
 def test_update_parks_conflicting_local_changes_and_still_exits_0(sandbox: Sandbox) -> None:
     for patch in (ADOPTION, SCHEMA):  # one of them adds an untracked file
         assert git(sandbox.install, "apply", str(PATCHSET / patch)).returncode == 0
-    sandbox.publish("v0.24.0")
+    sandbox.publish("v2026.11.9")
     result = hermes(sandbox, "update", "--yes")
     assert result.returncode == 0, result.stderr
     assert "parked: restore hit conflicts" in result.stdout
-    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v0.24.0")
+    assert out(sandbox.install, "rev-parse", "HEAD") == commit_of(sandbox, "v2026.11.9")
     assert out(sandbox.install, "status", "--porcelain") == "", "restore is all or nothing"
     [entry] = out(sandbox.install, "stash", "list", "--format=%H %s").splitlines()
     stash, subject = entry.split(" ", 1)
@@ -341,7 +341,7 @@ def test_update_parks_conflicting_local_changes_and_still_exits_0(sandbox: Sandb
 
 def test_update_keep_stash_parks_on_purpose(sandbox: Sandbox) -> None:
     assert git(sandbox.install, "apply", str(PATCHSET / ADOPTION)).returncode == 0
-    sandbox.publish("v0.22.0")
+    sandbox.publish("v2026.10.1")
     result = hermes(sandbox, "update", "--yes", "--keep-stash")
     assert result.returncode == 0, result.stderr
     assert out(sandbox.install, "status", "--porcelain") == ""
@@ -431,10 +431,10 @@ def test_only_the_patched_worker_survives_a_held_write_lock(
 
 
 def test_the_first_release_waits_5_s_and_has_no_grace_in_the_scheduler(sandbox: Sandbox) -> None:
-    """v0.21.2 is shaped like real 0.21.0-0.21.2 (before PR #110192): the hunk that writes
+    """0.21.2 is shaped like real 0.21.0-0.21.2 (before PR #110192): the hunk that writes
     `time.monotonic() + HANDOFF_ADOPTION_GRACE_SECONDS` would name an undefined name there."""
-    old = out(sandbox.origin, "show", "v0.21.2:cron/scheduler.py")
-    new = out(sandbox.origin, "show", "v0.21.3:cron/scheduler.py")
+    old = out(sandbox.origin, "show", "v2026.9.11:cron/scheduler.py")
+    new = out(sandbox.origin, "show", "v2026.9.14:cron/scheduler.py")
     assert "HANDOFF_ADOPTION_GRACE_SECONDS" not in old
     assert "deadline = time.monotonic() + 5.0" in python_def(old, "_launch_external_cron_worker")
     assert "argv == command" in old and "dispatch.mode" not in old

@@ -14,7 +14,7 @@ from tests.helpers import bare_hermes_update, git, outcomes, run_cli, run_json, 
 
 WRITES = ("applied", "applied-offset", "merged-3way")
 EXPECTED = {  # the patches carry real upstream line numbers: an offset even at the base
-    "v0.21.2": {
+    "v2026.9.11": {
         "adoption-retry": "not-applicable",
         "schema-once": "applied-offset",
         "heartbeat-fence": "applied-offset",  # before PR #109310
@@ -26,12 +26,12 @@ EXPECTED = {  # the patches carry real upstream line numbers: an offset even at 
             "heartbeat-fence": "upstream-has-it",  # PR #109310 is in, by content
         }
         for tag, retry, schema in (
-            ("v0.21.3", "applied-offset", "applied-offset"),
-            ("v0.21.5", "applied-offset", "applied-offset"),
-            ("v0.22.0", "applied-offset", "applied-offset"),
-            ("v0.22.1", "conflict", "applied-offset"),
-            ("v0.23.0", "upstream-has-it", "applied-offset"),
-            ("v0.24.0", "upstream-has-it", "conflict"),
+            ("v2026.9.14", "applied-offset", "applied-offset"),
+            ("v2026.9.24", "applied-offset", "applied-offset"),
+            ("v2026.10.1", "applied-offset", "applied-offset"),
+            ("v2026.10.8", "conflict", "applied-offset"),
+            ("v2026.10.26", "upstream-has-it", "applied-offset"),
+            ("v2026.11.9", "upstream-has-it", "conflict"),
         )
     },
 }
@@ -50,20 +50,20 @@ def test_check_against_every_tag(sandbox: Sandbox) -> None:
     sandbox.fetch_tags()
     before = tree_snapshot(sandbox.install)
     code, doc = pk(sandbox, "check", *[a for tag in TAGS for a in ("--ref", tag)])
-    assert code == 3  # v0.22.1 and v0.24.0 conflict
+    assert code == 3  # 0.22.1 and 0.24.0 conflict
     got = {t["ref"]: {p["name"]: p["outcome"] for p in t["patches"]} for t in doc["targets"]}
     assert got == EXPECTED
     by_ref = {t["ref"]: t for t in doc["targets"]}
-    # Before #110192 (v0.21.2) no variant applies: the launcher hunk would name an undefined
-    # HANDOFF_ADOPTION_GRACE_SECONDS. The half-wired v0.22.1 is a conflict, never "has it".
-    before_110192 = by_ref["v0.21.2"]["patches"][0]["detail"]
+    # Before #110192 (0.21.2) no variant applies: the launcher hunk would name an undefined
+    # HANDOFF_ADOPTION_GRACE_SECONDS. The half-wired 0.22.1 is a conflict, never "has it".
+    before_110192 = by_ref["v2026.9.11"]["patches"][0]["detail"]
     assert before_110192 == "no variant's Applies-To contains version 0.21.2"
-    half = by_ref["v0.22.1"]["patches"][0]["conflicts"]  # the worker's two hunks
+    half = by_ref["v2026.10.8"]["patches"][0]["conflicts"]  # the worker's two hunks
     assert {(c["file"], c["hunk"]) for c in half} == {
         ("cron/scheduler.py", 2),
         ("cron/scheduler.py", 3),
     }
-    (conflict,) = by_ref["v0.24.0"]["patches"][1]["conflicts"]
+    (conflict,) = by_ref["v2026.11.9"]["patches"][1]["conflicts"]
     assert conflict["file"] == "cron/executions.py" and conflict["hunk"] >= 1
     assert conflict["mismatches"], "the differing upstream line is named"
     assert tree_snapshot(sandbox.install) == before
@@ -76,16 +76,16 @@ def test_apply_status_unapply_round_trip_keeps_user_edits(sandbox: Sandbox) -> N
         (install / "hermes_constants.py").read_text() + "# operator note\n"
     )
     code, doc = pk(sandbox, "status")
-    assert (code, outcomes(doc)) == (5, pending(EXPECTED["v0.21.3"]))
+    assert (code, outcomes(doc)) == (5, pending(EXPECTED["v2026.9.14"]))
     assert [p["would"] for p in doc["patches"]] == [
-        word if word in WRITES else None for word in EXPECTED["v0.21.3"].values()
+        word if word in WRITES else None for word in EXPECTED["v2026.9.14"].values()
     ]
 
     code, doc = pk(sandbox, "apply", "--no-smoke")
-    assert (code, outcomes(doc)) == (5, EXPECTED["v0.21.3"])  # written, not proven
+    assert (code, outcomes(doc)) == (5, EXPECTED["v2026.9.14"])  # written, not proven
     assert (install / "cron/adoption_busy_retry.py").is_file()
     assert (install / "cron/ledger_schema_once.py").is_file()
-    in_place = {**{name: "already-applied" for name in EXPECTED["v0.21.3"]},
+    in_place = {**{name: "already-applied" for name in EXPECTED["v2026.9.14"]},
                 "heartbeat-fence": "upstream-has-it"}  # fmt: skip
     code, doc = pk(sandbox, "apply")
     assert (code, outcomes(doc)) == (0, in_place)
@@ -174,7 +174,7 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     for words in ("status", "apply", "upstream-has-it", "conflict", "applied-offset", "Explore:"):
         assert words in proc.stdout
     applying = proc.stdout[proc.stdout.index("== 2.") : proc.stdout.index("== 3.")]
-    assert "exit code: 4" in applying  # v0.21.2: the hand-off path is broken, no fix fits
+    assert "exit code: 4" in applying  # 0.21.2: the hand-off path is broken, no fix fits
     assert "note: adoption-retry has no fix for this release" in applying
     assert "update Hermes to 0.21.3 first" in applying and "not proven" not in applying
     update = proc.stdout[proc.stdout.index("== 5.") :]
@@ -194,7 +194,7 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     assert audited.returncode == 5 and "Never started (no started_at): 1" in audited.stdout
     assert f"Release: patchkeeper demo --publish {tmp_path / 'demo'}" in proc.stdout
     published = run_cli("demo", "--publish", tmp_path / "demo")  # the line, as a pipx user has it
-    assert published.returncode == 0 and "published v0.21.5" in published.stdout, published
+    assert published.returncode == 0 and "published v2026.9.24" in published.stdout, published
     proc = run_cli("demo", "--dir", tmp_path / "demo")
     assert proc.returncode == 2 and "not empty" in proc.stderr
     (tmp_path / "a-file").write_text("")
@@ -206,12 +206,12 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
 def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> None:
     """Records made on the old HEAD say nothing about the new tree: no false `drifted`."""
     assert pk(sandbox, "apply", "--no-smoke")[0] == 5  # written, not proven
-    sandbox.publish("v0.23.0")
+    sandbox.publish("v2026.10.26")
     assert "parked" in bare_hermes_update(sandbox)
     sandbox.fetch_tags()
     code, doc = pk(sandbox, "status")
     assert code == 5
-    assert outcomes(doc) == pending(EXPECTED["v0.23.0"])
+    assert outcomes(doc) == pending(EXPECTED["v2026.10.26"])
     schema = doc["patches"][1]
     assert any("HEAD has moved since" in note for note in schema["notes"])
     assert any("hermes-update-autostash" in note for note in schema["notes"])
@@ -219,7 +219,7 @@ def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> No
 
 def test_writing_commands_refuse_while_an_update_is_unfinished(sandbox: Sandbox) -> None:
     assert pk(sandbox, "apply", "--no-smoke")[0] == 5  # written, not proven
-    sandbox.publish("v0.21.5")
+    sandbox.publish("v2026.9.24")
     shutil.rmtree(sandbox.patches / "smoke")
     killed = subprocess.run(
         [sys.executable, "-m", "patchkeeper", "update", "--install", str(sandbox.install),
@@ -245,10 +245,10 @@ def test_writing_commands_refuse_while_an_update_is_unfinished(sandbox: Sandbox)
 
 def test_a_mistyped_update_option_is_refused_not_passed_on(sandbox: Sandbox) -> None:
     assert pk(sandbox, "apply", "--no-smoke")[0] == 5  # written, not proven
-    sandbox.publish("v0.22.0")
+    sandbox.publish("v2026.10.1")
     before = tree_snapshot(sandbox.install)
     proc = run_cli(
-        "update", "--previw", "v0.22.0", "--install", sandbox.install,
+        "update", "--previw", "v2026.10.1", "--install", sandbox.install,
         "--patches", sandbox.patches,
     )  # fmt: skip
     assert proc.returncode == 2 and "No such option '--previw'" in proc.stderr
@@ -260,7 +260,9 @@ def test_check_writes_junit_for_ci(sandbox: Sandbox, tmp_path: Path) -> None:
 
     sandbox.fetch_tags()
     junit = tmp_path / "patchkeeper.xml"
-    code, _ = pk(sandbox, "check", "--ref", "v0.24.0", "--ref", "v0.23.0", "--junit", str(junit))
+    code, _ = pk(
+        sandbox, "check", "--ref", "v2026.11.9", "--ref", "v2026.10.26", "--junit", str(junit)
+    )
     assert code == 3
     suites = ET.parse(junit).getroot().findall("testsuite")
     assert [(s.get("tests"), s.get("failures"), s.get("skipped")) for s in suites] == [
@@ -299,15 +301,15 @@ def test_publish_releases_the_next_practice_version(sandbox: Sandbox) -> None:
         command = [sys.executable, "-m", "patchkeeper.demo", "publish", str(sandbox.root), *args]
         return subprocess.run(command, capture_output=True, text=True, check=False)
 
-    assert sandbox.published() == "v0.21.3"
+    assert sandbox.published() == "v2026.9.14"
     proc = publish()
-    assert proc.returncode == 0 and proc.stdout.startswith("published v0.21.5"), proc.stderr
+    assert proc.returncode == 0 and proc.stdout.startswith("published v2026.9.24"), proc.stderr
     assert git(sandbox.origin, "rev-parse", "main") == git(
-        sandbox.origin, "rev-parse", "v0.21.5^{commit}"
+        sandbox.origin, "rev-parse", "v2026.9.24^{commit}"
     )
-    assert publish("v0.24.0").returncode == 0 and sandbox.published() == "v0.24.0"
+    assert publish("v2026.11.9").returncode == 0 and sandbox.published() == "v2026.11.9"
     last = publish()
-    assert last.returncode == 2 and "no practice release after v0.24.0" in last.stderr
+    assert last.returncode == 2 and "no practice release after v2026.11.9" in last.stderr
     wrong = publish("v9.9.9")
     assert wrong.returncode == 2 and "not a sandbox release" in wrong.stderr
     assert "Traceback" not in last.stderr + wrong.stderr

@@ -22,7 +22,7 @@ from tests.helpers import GIT_ID, bare_hermes_update, git
 
 USER_README = "\nA note the operator keeps locally.\n"
 USER_FILE = "local-notes.txt"
-# v0.22.0 inserts its terminal-state constants right below this line: an edit here conflicts.
+# 0.22.0 inserts its terminal-state constants right below this line: an edit here conflicts.
 PROCESS_ID_LINE = "_PROCESS_ID = uuid.uuid4().hex\n"
 
 
@@ -128,18 +128,18 @@ def patch_presence(box: Sandbox, variant: str) -> str:
 def test_update_carries_patches_and_user_edits_to_a_new_version(box: Sandbox) -> None:
     applied(box)
     with_user_edits(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert outcomes_of(doc) == {
         "adoption-retry": "applied-offset",
         "schema-once": "applied-offset",
-        "heartbeat-fence": "upstream-has-it",  # PR #109310 is in from v0.21.3
+        "heartbeat-fence": "upstream-has-it",  # PR #109310 is in from 0.21.3
     }
     assert user_edits_present(box)
     assert git(box.install, "stash", "list") == ""
     assert doc["install"]["head_before"] != doc["install"]["head_after"]
-    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v0.22.0^{}")
+    assert git(box.install, "rev-parse", "HEAD") == git(box.origin, "rev-parse", "v2026.10.1^{}")
     assert doc["upstream"]["exit_status"] == 0
     assert [p["name"] for p in doc["phases"]] == list(PHASES)
     assert {p["name"]: p["status"] for p in doc["phases"]}["preview"] == "skipped"
@@ -152,7 +152,7 @@ def test_update_carries_patches_and_user_edits_to_a_new_version(box: Sandbox) ->
 
 def test_update_text_report_streams_upstream_output_after_a_phase_line(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     proc = pk(box, "update")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     err, out = proc.stderr, proc.stdout  # progress and the updater's output: stderr (item 15)
@@ -164,7 +164,7 @@ def test_update_text_report_streams_upstream_output_after_a_phase_line(box: Sand
 def test_update_to_a_conflicting_version_reports_file_and_hunk_exit_3(box: Sandbox) -> None:
     applied(box)
     with_user_edits(box)
-    box.publish("v0.24.0")
+    box.publish("v2026.11.9")
     code, doc = pk_json(box, "update")
     assert code == 3
     results = {p["name"]: p for p in doc["patches"]}
@@ -180,7 +180,7 @@ def test_update_to_a_conflicting_version_reports_file_and_hunk_exit_3(box: Sandb
 
 def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.23.0")  # hermes update fetches the branch only: no tags come with it
+    box.publish("v2026.10.26")  # hermes update fetches the branch only: no tags come with it
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert outcomes_of(doc) == {
@@ -193,12 +193,12 @@ def test_update_to_a_version_that_ships_the_fix_says_retire_it(box: Sandbox) -> 
     assert doc["install"]["version_after"] == "0.23.0"  # read from the new version file
     # which settles the version: origin is not asked for its tags (no round trip, none adopted)
     assert not any("tagged" in n for n in doc["notes"])
-    assert git(box.install, "tag", "--list", "v0.23.0") == ""
+    assert git(box.install, "tag", "--list", "v2026.10.26") == ""
 
 
 def test_update_heals_a_stash_parked_by_a_bare_hermes_update(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.23.0")
+    box.publish("v2026.10.26")
     assert "parked" in bare_hermes_update(box)
     parked = git(box.install, "rev-parse", "refs/stash")
     box.fetch_tags()
@@ -217,13 +217,13 @@ def test_update_heals_a_stash_parked_by_a_bare_hermes_update(box: Sandbox) -> No
 
 
 def with_conflicting_edit(box: Sandbox) -> Path:
-    """Patches applied, the operator's edits, one of them where v0.22.0 (published) changes."""
+    """Patches applied, the operator's edits, one of them where v2026.10.1 (published) changes."""
     applied(box)
     with_user_edits(box)
     executions = box.install / "cron/executions.py"
     executions.write_text(executions.read_text().replace(
         PROCESS_ID_LINE, PROCESS_ID_LINE + "_LOCAL_STATES = ('unknown','lost')\n"))  # fmt: skip
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     return executions
 
 
@@ -316,10 +316,10 @@ def test_upstream_command_that_cannot_start_is_a_failure(box: Sandbox) -> None:
 def test_preview_stops_before_touching_anything_unless_forced(box: Sandbox) -> None:
     applied(box)
     with_user_edits(box)
-    box.publish("v0.24.0")
+    box.publish("v2026.11.9")
     box.fetch_tags()
     head = git(box.install, "rev-parse", "HEAD")
-    code, doc = pk_json(box, "update", "--preview", "v0.24.0")
+    code, doc = pk_json(box, "update", "--preview", "v2026.11.9")
     assert code == 3 and doc["upstream"] is None
     assert outcomes_of(doc)["schema-once"] == "conflict"
     assert git(box.install, "rev-parse", "HEAD") == head
@@ -329,9 +329,15 @@ def test_preview_stops_before_touching_anything_unless_forced(box: Sandbox) -> N
     assert doc["update_done"] is False and "preview" in doc["not_done"]
     [line] = [a for a in doc["attention"] if a.startswith("schema-once would not apply")]
     forced = line.rsplit("update anyway: ", 1)[1]
-    assert shlex.split(forced)[:5] == ["patchkeeper", "update", "--preview", "v0.24.0", "--force"]
+    assert shlex.split(forced)[:5] == [
+        "patchkeeper",
+        "update",
+        "--preview",
+        "v2026.11.9",
+        "--force",
+    ]
 
-    code, doc = pk_json(box, "update", "--preview", "v0.24.0", "--force")
+    code, doc = pk_json(box, "update", "--preview", "v2026.11.9", "--force")
     assert code == 3 and doc["upstream"]["exit_status"] == 0
     assert git(box.install, "rev-parse", "HEAD") != head
 
@@ -357,7 +363,7 @@ def test_update_refuses_in_the_middle_of_a_merge(box: Sandbox) -> None:
 
 def test_update_refuses_while_an_unfinished_journal_exists(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     killed = pk(box, "update", env={"PATCHKEEPER_STOP_AT_PHASE": "5"})
     assert killed.returncode == -9
     proc = pk(box, "update")
@@ -367,7 +373,7 @@ def test_update_refuses_while_an_unfinished_journal_exists(box: Sandbox) -> None
 
 def test_post_apply_commands_run_after_the_patches_are_back(box: Sandbox, tmp_path) -> None:
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     seen = tmp_path / "seen"
     check = f"grep -c once_per_database cron/executions.py > {seen}"
     set_command(box, ["./hermes", "update", "--yes"],
@@ -380,7 +386,7 @@ def test_post_apply_commands_run_after_the_patches_are_back(box: Sandbox, tmp_pa
 
 def test_update_passes_extra_args_to_the_upstream_command(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update", "--", "--branch", "no-such-branch")
     assert doc["upstream"]["command"][-2:] == ["--branch", "no-such-branch"]
     # The updater really got it: it fetched that branch, failed, and nothing moved.
@@ -392,7 +398,7 @@ def test_update_passes_extra_args_to_the_upstream_command(box: Sandbox) -> None:
 def test_update_with_smoke_checks_runs_them(sandbox: Sandbox) -> None:
     box = quiet(sandbox, smoke=True)
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert doc["smoke"]["status"] == "pass", doc["smoke"]
     assert code == 0
@@ -400,7 +406,7 @@ def test_update_with_smoke_checks_runs_them(sandbox: Sandbox) -> None:
 
 def test_update_json_is_one_document_with_the_contract_fields(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     for key in ("schema", "command", "exit_code", "patches", "phases", "leftovers", "restore",
                 "smoke", "upstream", "attention"):  # fmt: skip
@@ -413,13 +419,13 @@ def test_a_user_edit_in_a_patched_file_is_merged_back_with_the_patch(box: Sandbo
     applied(box)
     scheduler = box.install / "cron/scheduler.py"
     scheduler.write_text(scheduler.read_text() + "\n# operator: local tweak\n")
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert doc["restore"]["restored"] == ["cron/scheduler.py"]
     assert scheduler.read_text().endswith("\n# operator: local tweak\n")
     assert patch_presence(box, "adoption-retry/scheduler-0.21.patch") == "present"
-    assert "_TERMINAL_STATES" in (box.install / "cron/executions.py").read_text()  # v0.22.0
+    assert "_TERMINAL_STATES" in (box.install / "cron/executions.py").read_text()  # 0.22.0
 
 
 def test_a_chmod_of_yours_on_a_patched_file_survives_the_update(box: Sandbox) -> None:
@@ -428,7 +434,7 @@ def test_a_chmod_of_yours_on_a_patched_file_survives_the_update(box: Sandbox) ->
     applied(box)
     scheduler = box.install / "cron/scheduler.py"
     scheduler.chmod(0o755)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert doc["restore"]["restored"] == ["cron/scheduler.py"]
@@ -440,17 +446,16 @@ def test_the_version_after_is_read_with_the_patches_back(box: Sandbox) -> None:
     """A version command that reads what a patch writes (here: a file schema-once creates)
     answers after the patches are back; phase 6 asked it before it wrote them."""
     created = "cron/ledger_schema_once.py"
-    script = (
-        "v=$(sed -n 's/^__version__ = \"\\(.*\\)\"$/\\1/p' hermes_cli/__init__.py); "
-        f"if [ -e {created} ]; then echo \"$v+local\"; else echo \"$v\"; fi"
+    script = (  # the release from the install stamp, "+local" once the patch's file is there
+        "v=$(sed -n 's/^ *\"baseVersion\": \"\\(.*\\)\",$/\\1/p' install-stamp.json); "
+        f'if [ -e {created} ]; then echo "$v+local"; else echo "$v"; fi'
     )
     text = box.config.read_text()
-    box.config.write_text(text.replace(
-        'version_file = "hermes_cli/__init__.py"\n',
-        f"version_command = {json.dumps(['sh', '-c', script])}\n",
-    ))  # fmt: skip
+    sources, tags = text.index("[[install.version_source]]"), text.index("[tags]")
+    command = f"version_command = {json.dumps(['sh', '-c', script])}\n\n"
+    box.config.write_text(text[:sources] + command + text[tags:])
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert code == 0, doc["attention"]
     assert (box.install / created).is_file()
@@ -464,7 +469,7 @@ def test_a_parked_stash_of_user_content_is_kept_and_restorable(box: Sandbox) -> 
     git(box.install, "stash", "push", "-q", "-m", "hermes-update-autostash-20261001-120000")
     sha = git(box.install, "rev-parse", "refs/stash")
     assert pk(box, "apply").returncode == 5, "a parked stash of the user's is never green"
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert code == 5
     (leftover,) = doc["leftovers"]
@@ -492,12 +497,12 @@ def test_a_smoke_check_that_fails_or_cannot_check_is_exit_4(
     with box.config.open("a") as handle:
         handle.write('\n[smoke]\nchecks = ["probe"]\n')
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     code, doc = pk_json(box, "update")
     assert (code, doc["smoke"]["status"]) == (4, status), doc["smoke"]
     assert doc["smoke"]["checks"][0]["name"] == "probe"
     assert outcomes_of(doc) == {
         "adoption-retry": "applied-offset",
         "schema-once": "applied-offset",
-        "heartbeat-fence": "upstream-has-it",  # PR #109310 is in from v0.21.3
+        "heartbeat-fence": "upstream-has-it",  # PR #109310 is in from 0.21.3
     }

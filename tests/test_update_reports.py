@@ -36,20 +36,20 @@ def test_the_leftovers_an_update_leaves_are_in_its_own_report(box: Sandbox) -> N
 def test_a_preview_that_stops_says_smoke_did_not_run(sandbox: Sandbox) -> None:
     box = quiet(sandbox, smoke=True)  # smoke checks are configured
     applied(box)
-    box.publish("v0.24.0")
+    box.publish("v2026.11.9")
     box.fetch_tags()
-    code, doc = pk_json(box, "update", "--preview", "v0.24.0")
+    code, doc = pk_json(box, "update", "--preview", "v2026.11.9")
     assert code == 3 and doc["upstream"] is None
     assert doc["smoke"]["status"] == "not-run"
     assert doc["smoke"]["detail"] == "stopped after preview"
-    text = pk(box, "update", "--preview", "v0.24.0")
+    text = pk(box, "update", "--preview", "v2026.11.9")
     assert "smoke: not run (stopped after preview)" in text.stdout
     assert "not configured" not in text.stdout
 
 
 def test_progress_names_every_phase_in_order_skipped_ones_too(box: Sandbox) -> None:
     applied(box)
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     proc = pk(box, "update")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     steps = [int(n) for n in re.findall(r"^patchkeeper: \[(\d+)/10\]", proc.stderr, re.M)]

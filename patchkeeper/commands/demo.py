@@ -57,8 +57,8 @@ class Narration:
             render_tree(report, step)
 
 
-START_TAG = "v0.21.2"  # before upstream's heartbeat fix and before #110192's ack wait
-NEXT_TAG = "v0.21.3"  # upstream's heartbeat fix is in; adoption-retry has its variant
+START = "0.21.2"  # before upstream's heartbeat fix and before #110192's ack wait
+NEXT = "0.21.3"  # upstream's heartbeat fix is in; adoption-retry has its variant
 
 
 def show_apply(tell: Narration, workspace: Workspace) -> None:
@@ -86,7 +86,7 @@ def show_apply(tell: Narration, workspace: Workspace) -> None:
     tell.echo(f"smoke: {proof.status}")
     tell.echo(f"exit code: {code}")
     tell.echo(
-        f"  Exit {code} is the truth on {START_TAG}: no adoption-retry variant fits a launcher\n"
+        f"  Exit {code} is the truth on {START}: no adoption-retry variant fits a launcher\n"
         "  that waits 5 s for the ack, and its check shows that path broken. schema-once and\n"
         "  heartbeat-fence are proven by their own checks. The way out is the update below."
     )
@@ -98,8 +98,7 @@ def publish(root: Path, tag: str | None) -> int:
     from patchkeeper.demo.sandbox import open_copied_sandbox
 
     sandbox = open_copied_sandbox(root)
-    tag = tag or sandbox.next_release()
-    sandbox.publish(tag)
+    tag = sandbox.publish(tag or sandbox.next_release())  # a version names its tag
     click.echo(f"published {tag}: origin's main is at it; run `patchkeeper update` to get it")
     return exitcodes.OK
 
@@ -142,8 +141,9 @@ def command(
     Example:
       patchkeeper demo --dir /tmp/pk-demo
     """
+    from patchkeeper.demo.history import RELEASE_TABLE, TAG_OF, TAGS
     from patchkeeper.demo.ledger import plant_ledger
-    from patchkeeper.demo.sandbox import TAGS, build_sandbox
+    from patchkeeper.demo.sandbox import build_sandbox
 
     if publish_in is not None:
         return publish(publish_in, tag)
@@ -154,7 +154,7 @@ def command(
         except (FileNotFoundError, NotADirectoryError, FileExistsError) as exc:
             raise UserError(f"{directory}: cannot build a sandbox there ({exc.strerror})") from None
     root = directory or Path(tempfile.mkdtemp(prefix="patchkeeper-demo-"))
-    sandbox = build_sandbox(root, install_tag=START_TAG)
+    sandbox = build_sandbox(root, install_tag=START)
     os.environ["HERMES_HOME"] = str(sandbox.home)  # the practice run never writes real state
     plant_ledger(sandbox.home)  # something for `audit` to find
     patch_set = load_patch_set(sandbox.patches)
@@ -163,8 +163,11 @@ def command(
 
     tell.say(f"A practice upstream was built in {root}")
     tell.echo(
-        f"  origin.git    a bare 'upstream' with releases {', '.join(TAGS)}\n"
-        f"  hermes-agent  the install: a shallow clone at {START_TAG}, like the real installer\n"
+        "  origin.git    a bare 'upstream' with releases tagged by date, as upstream tags them:\n"
+        f"                {', '.join(f'{r.tag} ({r.version})' for r in RELEASE_TABLE)}\n"
+        f"  hermes-agent  the install: a shallow clone at {TAG_OF[START]}, like the real\n"
+        "                installer, which writes the version into install-stamp.json (from\n"
+        "                0.21.5 on the only place it is written)\n"
         "  patches       the bundled Hermes patch set: adoption-retry (retry ledger adoption\n"
         "                while SQLite is busy, for 0.21.3 on), schema-once (initialise the schema\n"
         "                once per process) and heartbeat-fence (the fire-claim heartbeat must not\n"
@@ -178,9 +181,7 @@ def command(
     status = worktree_status(install, settings, patch_set)
     tell.tree("status", status, pending_needs_attention=True)
 
-    tell.say(
-        f"2. apply on {START_TAG}: the fixes that apply there are written, then every check runs"
-    )
+    tell.say(f"2. apply on {START}: the fixes that apply there are written, then every check runs")
     workspace = Workspace(settings, install, patch_set)
     show_apply(tell, workspace)
 
@@ -208,8 +209,8 @@ def command(
         render_table(reports)
 
     tell.say(
-        f"5. upstream releases {NEXT_TAG} with its own heartbeat fix (PR #109310); the timer\n"
-        "   runs `patchkeeper update`, not `hermes update`"
+        f"5. upstream releases {NEXT} ({TAG_OF[NEXT]}) with its own heartbeat fix (PR #109310);\n"
+        "   the timer runs `patchkeeper update`, not `hermes update`"
     )
     tell.echo(
         "  The operator also has an edit of their own (hermes_constants.py). patchkeeper takes\n"
@@ -220,7 +221,7 @@ def command(
     )
     constants = sandbox.install / "hermes_constants.py"
     constants.write_text(constants.read_text() + "# operator: local note\n")
-    sandbox.publish(NEXT_TAG)
+    sandbox.publish(NEXT)
     with locked_for_writing(workspace, "update", wait=0) as lock:
         report = run_update(workspace, lock, UpdateOptions(as_json=as_json))
     code = report.exit_code()  # the demo's main job tells the truth too
@@ -248,6 +249,8 @@ def command(
         f"Audit:   patchkeeper audit --home {shlex.quote(str(sandbox.home))}"
         "   (a planted ledger: a job lost to 'database is locked')\n"
         f"Release: patchkeeper demo --publish {shlex.quote(str(sandbox.root))}"
-        "   (the next practice release, for the next `update`)"
+        "   (the next practice release, for the next `update`;\n"
+        "         name one with `--tag 0.22.0` (or its tag), or `--tag 0.21.5+1`: a main-channel\n"
+        "         commit whose worker is restructured like upstream's newest)"
     )
     return code

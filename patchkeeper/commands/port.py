@@ -54,7 +54,7 @@ def command(
 
     \b
     Example:
-      patchkeeper port --onto v0.22.0
+      patchkeeper port --onto v2026.10.1
     """
     from patchkeeper.port import run
     from patchkeeper.report import port as render

@@ -1,7 +1,8 @@
 """`python -m patchkeeper.demo publish DIR [TAG]`: release the next practice version upstream.
 
-DIR is a sandbox (what `patchkeeper demo --dir DIR` built). Without TAG, the release after the
-one origin's main is at now. A later `patchkeeper update` (or `./hermes update`) then gets it.
+DIR is a sandbox (what `patchkeeper demo --dir DIR` built). TAG is a release tag
+(`v2026.9.24`) or its version (`0.21.5`); without it, the release after the one origin's main
+is at now. A later `patchkeeper update` (or `./hermes update`) then gets it.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         sandbox = open_copied_sandbox(Path(argv[1]))
-        tag = argv[2] if len(argv) == 3 else sandbox.next_release()
-        sandbox.publish(tag)
+        tag = sandbox.publish(argv[2] if len(argv) == 3 else sandbox.next_release())
     except UserError as exc:
         print(f"patchkeeper demo: error: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """How much time `patchkeeper update` adds on top of the bare upstream command, on the sandbox.
 
-Both start from the same state: the practice patches applied at v0.21.5, one edit of the
-operator's own, origin at v0.22.0. "bare" runs the sandbox's `./hermes update --yes` (it
+Both start from the same state: the practice patches applied at 0.21.5, one edit of the
+operator's own, origin at 0.22.0. "bare" runs the sandbox's `./hermes update --yes` (it
 stashes the dirty tree and restores it); "patchkeeper" runs `patchkeeper update`, which runs
 that same command and does everything around it (journal, set-aside, leftovers, apply,
 3-way restore). Smoke checks are left out (`Smoke:` headers removed): they prove behaviour
@@ -46,7 +46,7 @@ def prepare(template: Sandbox, root: Path) -> Sandbox:
     )  # fmt: skip
     with (box.install / "README.md").open("a") as handle:
         handle.write("\nA note the operator keeps locally.\n")
-    box.publish("v0.22.0")
+    box.publish("v2026.10.1")
     return box
 
 
@@ -99,7 +99,9 @@ def main() -> None:
     pairs = list(zip(times["wrapped"], times["bare"], strict=True))
     added = statistics.median(w - b for w, b in pairs)
     ratio = statistics.median(w / b for w, b in pairs)
-    print(f"sandbox v0.21.5 -> v0.22.0, 2 patches + 1 user edit, {runs} paired runs (medians)")
+    print(
+        f"sandbox v2026.9.24 -> v2026.10.1, 2 patches + 1 user edit, {runs} paired runs (medians)"
+    )
     print(f"bare ./hermes update --yes            {bare * 1000:8.1f} ms")
     print(f"patchkeeper update (whole process)    {wrapped * 1000:8.1f} ms")
     print(f"  added on top of the bare command    {added * 1000:8.1f} ms (paired)")

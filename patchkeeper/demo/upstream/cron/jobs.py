@@ -1,10 +1,10 @@
 """The job store (practice: the cron folder, the profile switch and the fire claim).
 
 A job's run holds the job's fire fence (`_fire_job_lock`: a per-thread RLock waited on with a
-timeout) across its delivery, and `heartbeat_fire_claim` renews the claim. At v0.21.2 the
+timeout) across its delivery, and `heartbeat_fire_claim` renews the claim. At 0.21.2 the
 heartbeat renews through the same fence, as Hermes did before upstream PR #109310: a renewal
 from the heartbeat thread waits out the fence and answers False while the run still owns the
-claim ("fire claim ownership lost"). v0.21.3 renews under the jobs lock only.
+claim ("fire claim ownership lost"). 0.21.3 renews under the jobs lock only.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `hermes` command: `hermes update` and `hermes version`."""
+"""The `hermes` command: `hermes update`, `hermes version` and `hermes --version`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ import argparse
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hermes")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--version", action="store_true", help="print `Hermes Agent v<version> (<date>)`"
+    )
+    commands = parser.add_subparsers(dest="command")
     update = commands.add_parser("update", help="update this checkout from origin")
     update.add_argument(
         "--yes",
@@ -31,12 +34,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "version":
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version or args.command == "version":
+        import hermes_cli
         from hermes_cli.version_info import version_string
 
-        print(version_string())
+        version = version_string()
+        # __release_date__: a literal up to 0.21.4, read from the stamp from 0.21.5 on
+        print(f"Hermes Agent v{version} ({hermes_cli.__release_date__})" if args.version else version)
         return 0
+    if args.command is None:
+        parser.error("a command is required (update, version) or --version")
     from hermes_cli.update_cmd import run_update
 
     return run_update(branch=args.branch, keep_stash=args.keep_stash)

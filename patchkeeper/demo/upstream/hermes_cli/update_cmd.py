@@ -2,10 +2,11 @@
 
 What it does, in order (each step names the git commands, which are the real updater's):
 
-1. Picks the target. Without `--branch` it follows the release channel: the newest `vX.Y.Z`
-   tag (stable SemVer only; CalVer tags like `v2026.7.20` and suffixed tags are ignored) that
-   points at the tip of origin's `main`, as `git ls-remote` lists them; with no such tag it
-   follows main's tip commit. With `--branch NAME` it follows origin's NAME.
+1. Picks the target. Without `--branch` it follows the release channel: the newest release
+   tag (CalVer `vYYYY.M.D`, one per release; SemVer-looking and suffixed tags like
+   `v0.21.4+canary.1` or `rc.1-v0.21.5` are not releases) that points at the tip of origin's
+   `main`, as `git ls-remote` lists them; with no such tag it follows main's tip commit. With
+   `--branch NAME` it follows origin's NAME.
 2. Fetches: one commit with `fetch --no-tags origin <sha>` (release channel; a shallow install
    learns no tags), or `fetch origin NAME`.
 3. Stashes local changes, untracked files too, as `hermes-update-autostash-YYYYmmdd-HHMMSS`
@@ -26,6 +27,11 @@ What it does, in order (each step names the git commands, which are the real upd
 6. Writes a receipt, `HERMES_HOME/logs/update_receipts/update_<local time>_<pid>_<id>.json`,
    and the same bytes as `latest.json`; only the newest 20 receipts are kept. Everything
    printed is also appended to `HERMES_HOME/logs/update.log`.
+7. Stamps the checkout (after HEAD moved, before the stash is settled): `install-stamp.json`
+   at its root names the newest release behind the new HEAD (`merge-base --is-ancestor` on
+   the commits `ls-remote` listed), its version (read from the annotated tag's message, the
+   tag object fetched alone: no tag ref is made) and the commits since it (install_stamp.py).
+   A stamp that cannot be written only warns.
 
 Not here (the real updater has them): the interactive restore prompt, the
 `updates.non_interactive_local_changes: discard` setting, the parked-branch guard, forks,
@@ -64,8 +70,8 @@ CRITICAL_FILES = (
     "cron/executions.py",
 )
 NETWORK_TIMEOUT = 300.0  # a fetch that hangs ends as a failed update, not a stuck one
-# Three digits at most for the major part: CalVer tags (v2026.7.20) are not releases here.
-_RELEASE_TAG = re.compile(r"v(\d{1,3})\.(\d+)\.(\d+)")
+# A release is tagged by its date; the tag's name says nothing of the version it is.
+_RELEASE_TAG = re.compile(r"v(\d{4})\.(\d{1,2})\.(\d{1,2})")
 
 
 class UpdateError(Exception):
@@ -116,8 +122,8 @@ def _untracked() -> set[str]:
 # ---------------------------------------------------------------- the target
 
 
-def _latest_release() -> tuple[str | None, str]:
-    """(tag, commit) of the release at origin's main tip; (None, tip) when none is tagged."""
+def _remote_refs() -> tuple[str | None, dict[str, str]]:
+    """(origin's main tip or None, {release tag: its commit}) as `git ls-remote` lists them."""
     listing = _git(
         "ls-remote", "origin", f"refs/heads/{RELEASE_BRANCH}", "refs/tags/v*", network=True
     ).stdout
@@ -133,14 +139,19 @@ def _latest_release() -> tuple[str | None, str]:
                 tagged[name.removesuffix("^{}")] = sha
             else:
                 tagged.setdefault(name, sha)
-    if tip is None:
-        raise UpdateError(f"origin has no {RELEASE_BRANCH} branch")
-    releases = [
-        (tuple(int(part) for part in match.groups()), name)
-        for name, sha in tagged.items()
-        if sha == tip and (match := _RELEASE_TAG.fullmatch(name))
-    ]
-    return (max(releases)[1] if releases else None), tip
+    releases = {name: sha for name, sha in tagged.items() if _RELEASE_TAG.fullmatch(name)}
+    return tip, releases
+
+
+def _release_order(tag: str) -> tuple[int, ...]:
+    match = _RELEASE_TAG.fullmatch(tag)
+    return tuple(int(part) for part in match.groups()) if match else ()
+
+
+def _latest_release(tip: str, releases: dict[str, str]) -> str | None:
+    """The newest release tag at origin's main tip; None when none is tagged there."""
+    at_tip = [name for name, sha in releases.items() if sha == tip]
+    return max(at_tip, key=_release_order) if at_tip else None
 
 
 # ---------------------------------------------------------------- local changes
@@ -413,14 +424,18 @@ def _mirrored_output() -> Iterator[None]:
 # ---------------------------------------------------------------- the command
 
 
-def _fetch_target(receipt: dict[str, Any], branch: str | None) -> str | None:
+def _fetch_target(
+    receipt: dict[str, Any], branch: str | None, tip: str | None, releases: dict[str, str]
+) -> str | None:
     """Fetch what the update goes to; the release commit, or None when following BRANCH."""
     if branch is not None:
         receipt["target"] = {"channel": "branch", "branch": branch}
         print("→ Fetching updates...")
         _git("fetch", "-q", "origin", branch, network=True)
         return None
-    tag, sha = _latest_release()
+    if tip is None:
+        raise UpdateError(f"origin has no {RELEASE_BRANCH} branch")
+    tag, sha = _latest_release(tip, releases), tip
     receipt["target"] = {"channel": "release", "tag": tag, "commit": sha}
     if tag:
         print(f"→ Latest release: {tag}")
@@ -432,6 +447,38 @@ def _fetch_target(receipt: dict[str, Any], branch: str | None) -> str | None:
     print("→ Fetching updates...")
     _git("fetch", "-q", "--no-tags", "origin", sha, network=True)
     return sha
+
+
+def _tag_version(tag: str) -> str | None:
+    """The version release TAG is: its annotated message says `Hermes Agent <version>`.
+
+    Only the tag object is fetched (to FETCH_HEAD): the checkout gets no tag ref.
+    """
+    _git("fetch", "-q", "--no-tags", "origin", f"refs/tags/{tag}", network=True)
+    message = _git("cat-file", "-p", _git("rev-parse", "FETCH_HEAD").stdout.strip(), check=False)
+    found = re.search(r"^Hermes Agent (\S+)$", message.stdout, re.MULTILINE)
+    return found.group(1) if found else None
+
+
+def _stamp_install(releases: dict[str, str]) -> None:
+    """Write install-stamp.json for the new HEAD: the newest release at or behind it, and how
+    many commits past it HEAD is. A stamp that cannot be written only warns."""
+    from hermes_cli.install_stamp import build_stamp, write_stamp
+
+    behind = [
+        name
+        for name, sha in releases.items()
+        if _git("merge-base", "--is-ancestor", sha, "HEAD", check=False).returncode == 0
+    ]
+    base, distance = "0.0.0", None
+    try:
+        if behind:
+            newest = max(behind, key=_release_order)
+            count = _git("rev-list", "--count", f"{releases[newest]}..HEAD").stdout.strip()
+            base, distance = _tag_version(newest) or base, int(count)
+        write_stamp(build_stamp(base, distance, CHECKOUT))
+    except (UpdateError, OSError, ValueError) as exc:
+        print(f"⚠ could not write install-stamp.json: {exc}", file=sys.stderr)
 
 
 def _switch_to_release(sha: str, before: str) -> None:
@@ -450,7 +497,8 @@ def _update(receipt: dict[str, Any], *, branch: str | None, keep_stash: bool) ->
         raise UpdateError(f"{CHECKOUT} has no commit checked out")
     receipt["pre_update"] = before
     _warn_old_autostashes()
-    release = _fetch_target(receipt, branch)
+    tip, releases = _remote_refs()
+    release = _fetch_target(receipt, branch, tip, releases)
     stash = _stash_local_changes()
     try:
         if release is not None:
@@ -468,6 +516,7 @@ def _update(receipt: dict[str, Any], *, branch: str | None, keep_stash: bool) ->
     receipt["post_update"] = after
     moved = after != before
     print(f"✓ Code updated: {before[:9]} -> {after[:9]}" if moved else "✓ Already up to date.")
+    _stamp_install(releases)
     if stash is None:
         return
     if keep_stash and moved:  # when nothing moved there is nothing to keep the changes from
