@@ -29,7 +29,7 @@ def test_files_of_several_commands_in_one_folder_share_no_series(
     written without the `command` label by update, status and apply alike."""
     folder = tmp_path / "textfile"
     folder.mkdir()
-    sandbox.publish("v0.21.5")
+    sandbox.publish("v2026.9.24")
     for command in ("update", "status", "apply"):
         proc = run_cli(command, *where(sandbox), "--metrics", folder / f"{command}.prom")
         assert proc.returncode in (0, 4, 5), proc.stdout + proc.stderr
@@ -83,7 +83,7 @@ def test_the_fleet_counts_a_hosts_fixes_as_the_hosts_own_report_does(
     check = sandbox.patches / "smoke" / "ledger_schema.py"
     check.write_text('import json\nprint(json.dumps({"check": "ledger_schema", '
                      '"verdict": "fail", "steps": []}))\n')  # fmt: skip
-    sandbox.publish("v0.21.5")
+    sandbox.publish("v2026.9.24")
     reports = tmp_path / "reports"
     (reports / "web-1").mkdir(parents=True)
     own = tmp_path / "update.prom"

@@ -130,7 +130,7 @@ def command(
 
     \b
     Example:
-      patchkeeper check --ref v0.22.0 --ref origin/main --json
+      patchkeeper check --ref v2026.10.1 --ref origin/main --json
       patchkeeper check --fetch --tags 'v*' --since 0.21 --format github    # in CI
       patchkeeper check --ref "$NEW_TAG" --junit patchkeeper.xml
     """
