@@ -238,36 +238,12 @@ def _command_name(args: list[str]) -> str:
     return f"{name} {part}" if part else name
 
 
-def _metrics_path(argv: list[str]) -> str | None:
-    """The FILE of `--metrics FILE` (or `--metrics=FILE`) before any `--`, if given."""
-    options = argv[: argv.index("--")] if "--" in argv else argv
-    for number, arg in enumerate(options):
-        if arg == "--metrics" and number + 1 < len(options):
-            return options[number + 1]
-        if arg.startswith("--metrics="):
-            return arg.removeprefix("--metrics=")
-    return None
-
-
 def _failure_metrics(code: int) -> None:
-    """A run that stopped on an error still tells the dashboard so (`--metrics`): its exit
-    code, never the last good run's figures left standing."""
-    from pathlib import Path
+    """`--metrics FILE`: a run that stopped on an error says so there too (report/metrics.py,
+    loaded only then)."""
+    from patchkeeper.report.metrics import write_failure_metrics
 
-    path = _metrics_path(sys.argv[1:])
-    if not path or not Path(path).parent.is_dir():
-        return
-
-    import click
-
-    from patchkeeper.report.metrics import failed_before, write_metrics
-
-    if failed_before(Path(path)):  # the error being told is this file's own
-        return
-    try:
-        write_metrics(Path(path), _command_name(sys.argv[1:]), code, {})
-    except Exception as exc:  # the first error is the one to tell; this one is said after it
-        click.echo(f"patchkeeper: {path}: metrics not written ({exc})", err=True)
+    write_failure_metrics(sys.argv[1:], _command_name(sys.argv[1:]), code)
 
 
 def _fail(message: str, code: int) -> NoReturn:

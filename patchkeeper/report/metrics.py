@@ -290,3 +290,29 @@ def failed_before(path: Path) -> bool:
     """Whether this process tried to write PATH and failed: the error said so already, and
     a run that stops on it does not try (and say) it a second time."""
     return path in _NOT_WRITTEN
+
+
+def metrics_path(argv: list[str]) -> Path | None:
+    """The FILE of `--metrics FILE` (or `--metrics=FILE`) in ARGV before any `--`."""
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    for number, arg in enumerate(options):
+        if arg == "--metrics" and number + 1 < len(options):
+            return Path(options[number + 1])
+        if arg.startswith("--metrics="):
+            return Path(arg.removeprefix("--metrics="))
+    return None
+
+
+def write_failure_metrics(argv: list[str], command: str, code: int) -> None:
+    """A run that stopped on an error still tells the dashboard so: its exit CODE in the
+    metrics file ARGV names, never the last good run's figures left standing. A failure to
+    write it is said after the error being told (which stays the one that counts)."""
+    path = metrics_path(argv)
+    if path is None or not path.parent.is_dir() or failed_before(path):
+        return
+    try:
+        write_metrics(path, command, code, {})
+    except Exception as exc:
+        import click
+
+        click.echo(f"patchkeeper: {path}: metrics not written ({exc})", err=True)
