@@ -116,3 +116,28 @@ def test_the_fuzz_hint_is_gnu_patchs_own_answer(tmp_path: Path) -> None:
             for fuzz in (0, 2)
         ]  # fmt: skip
         assert gnu == [False, _patch_on(doc, ref)["upstream_took"]["fuzz_applies"]], ref
+
+
+def test_a_hunk_upstream_holds_but_for_one_line_counts_as_held(tmp_path: Path) -> None:
+    """Upstream took both blocks, each with one of its ten lines written its own way: 18 of 20
+    lines, so upstream appears to have it, and each hunk is held by the same measure (the
+    qualifier said `0 of 2 hunks` while saying upstream appears to have it)."""
+    blocks = [[f"\tguard_{k}_{n}(request, LIMIT_{k}_{n});" for n in range(10)] for k in (1, 2)]
+    fixed = BASE[:10] + blocks[0] + BASE[10:30] + blocks[1] + BASE[30:]
+    repo = make_repo(tmp_path / "up", {"src/req.c": _text(BASE)}, tag="v1")
+    diff = "".join(
+        difflib.unified_diff(
+            _text(BASE).splitlines(keepends=True), _text(fixed).splitlines(keepends=True),
+            "pkg.orig/src/req.c", "pkg/src/req.c",
+        )
+    )  # fmt: skip
+    patches = write_patch_set(tmp_path / "ps", {"guards.patch": f"Description: x\n---\n{diff}"})
+    own_way = [line.replace("_4(", "_4_v2(") for line in fixed]  # one line of each block
+    commit_files(repo, {"src/req.c": _text(own_way)}, "took", tag="v2")
+    code, doc = run_json("check", "--install", repo, "--patches", patches, "--ref", "v2")
+    assert code == 3
+    measured = _patch_on(doc, "v2")["upstream_took"]
+    assert [(h["added"], h["added_present"], h["held"]) for h in measured["per_hunk"]] == [
+        (10, 9, True), (10, 9, True)
+    ]
+    assert measured["qualifier"] == "upstream appears to have this (2 of 2 hunks)"

@@ -22,9 +22,7 @@ from __future__ import annotations
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, is_telling
 from patchkeeper.install.scratch import ScratchIndex
-from patchkeeper.model.outcomes import HunkHeld, UpstreamTook
-
-SHARE = 0.9  # of the telling lines in place before upstream appears to have the patch
+from patchkeeper.model.outcomes import TOOK_SHARE, HunkHeld, UpstreamTook
 
 
 def _hunk_held(path: str, number: int, hunk: bytes, present: set[str]) -> HunkHeld | None:
@@ -68,6 +66,6 @@ def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> Ups
         return None
     found = sum(h.added_present + h.removed_gone for h in hunks)
     total = sum(h.added + h.removed for h in hunks)
-    appears = found >= EVIDENCE and found >= SHARE * total
+    appears = found >= EVIDENCE and found >= TOOK_SHARE * total
     fuzz = index.apply(diff, "--check", "-C1").returncode == 0
     return UpstreamTook(tuple(hunks), appears, fuzz)

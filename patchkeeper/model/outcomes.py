@@ -66,14 +66,22 @@ class HunkHeld:
 
     @property
     def held(self) -> bool:
-        return self.added_present == self.added and self.removed_gone == self.removed
+        """At least TOOK_SHARE of the hunk's telling lines in place: the measure the whole
+        patch is judged by, so "appears to have this (N of M hunks)" never reads 0 of M."""
+        in_place = self.added_present + self.removed_gone
+        return in_place >= TOOK_SHARE * (self.added + self.removed)
+
+
+# Of a conflicting patch's telling lines (and of each hunk's), the share in place before
+# upstream appears to have it (engine/upstream_took.py): what Debian's dropped patches showed.
+TOOK_SHARE = 0.9
 
 
 @dataclass(frozen=True)
 class UpstreamTook:
     """How much of a patch that neither applies nor reverses the target already holds.
 
-    APPEARS: upstream appears to have it (at least `SHARE` of its telling lines in place,
+    APPEARS: upstream appears to have it (at least `TOOK_SHARE` of its telling lines in place,
     the measure issue 27 found Debian's dropped patches by); never a proof: the outcome stays
     `conflict`. FUZZ_APPLIES: quilt's fuzz (GNU patch --fuzz=2, `git apply -C1`) would apply
     it, a hint for the person porting it, never a write."""
