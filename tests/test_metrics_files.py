@@ -99,3 +99,15 @@ def test_the_fleet_counts_a_hosts_fixes_as_the_hosts_own_report_does(
 
     assert fixes(own)["unproven"] > 0
     assert fixes(fleet) == fixes(own)
+
+
+@pytest.mark.parametrize("given", ["", "folder"])
+def test_a_metrics_path_that_names_no_file_is_one_usage_error(tmp_path: Path, given: str) -> None:
+    """`--metrics ""` was "internal error: ValueError" (exit 1); a folder got the usage error,
+    then a second one from writing the failure's metrics into it ("metrics not written")."""
+    (tmp_path / "folder").mkdir()
+    proc = run_cli("status", "--metrics", given, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    said = [x for x in proc.stderr.splitlines() if x.startswith(("Error:", "patchkeeper:"))]
+    assert len(said) == 1 and "'--metrics'" in said[0], proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["folder"]

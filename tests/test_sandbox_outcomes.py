@@ -203,6 +203,17 @@ def test_demo_runs_without_network_and_explains(tmp_path: Path) -> None:
     assert "cannot build a sandbox there" in unusable.stderr
 
 
+def test_demo_tag_without_publish_is_one_line_and_builds_nothing(tmp_path: Path) -> None:
+    """`--tag` only means something with --publish: without it the whole demo ran (a new
+    sandbox in a temp dir) and the release asked for was never published."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "NO_COLOR": "1"}
+    argv = [sys.executable, "-m", "patchkeeper", "demo", "--tag", "0.22.0"]
+    proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
+    assert "--tag goes with --publish" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_status_after_a_bare_hermes_update_judges_afresh(sandbox: Sandbox) -> None:
     """Records made on the old HEAD say nothing about the new tree: no false `drifted`."""
     assert pk(sandbox, "apply", "--no-smoke")[0] == 5  # written, not proven

@@ -46,6 +46,8 @@ def _metrics_folder_exists(
 ) -> Path | None:
     """Refused before the command runs (exit 2, nothing done): a metrics file whose folder is
     not there would otherwise be found out only after an update."""
+    if value is not None and not value.name:
+        raise click.BadParameter("no file name given", ctx, param)
     if value is not None and not value.parent.is_dir():
         raise click.BadParameter(f"{value.parent}: no such folder", ctx, param)
     return value

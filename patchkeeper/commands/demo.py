@@ -147,6 +147,8 @@ def command(
 
     if publish_in is not None:
         return publish(publish_in, tag)
+    if tag is not None:
+        raise UserError("demo: --tag goes with --publish DIR (the sandbox to publish it in)")
     tell = Narration(as_json)
     if directory is not None:
         try:

@@ -308,7 +308,9 @@ def write_failure_metrics(argv: list[str], command: str, code: int) -> None:
     metrics file ARGV names, never the last good run's figures left standing. A failure to
     write it is said after the error being told (which stays the one that counts)."""
     path = metrics_path(argv)
-    if path is None or not path.parent.is_dir() or failed_before(path):
+    if path is None or not path.name or path.is_dir() or not path.parent.is_dir():
+        return  # not a file the option takes: the usage error said so
+    if failed_before(path):
         return
     try:
         write_metrics(path, command, code, {})
