@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from patchkeeper.patchset.versions import PEP440, SCHEMES, describe_to_version, tag_to_version
+from patchkeeper.patchset.version_sources import TagNames
+from patchkeeper.patchset.versions import PEP440, SCHEMES, tag_to_version
 from tests.helpers import (
     commit_files,
     diff_of,
@@ -182,7 +183,7 @@ def test_pep440_stays_the_default_and_knows_no_p1() -> None:
     assert tag_to_version("v9.2p1") is None
     assert tag_to_version("v9.2p1", DEBIAN) == DEBIAN.parse("9.2p1")
     assert str(tag_to_version("v9.2p1", DEBIAN)) == "9.2p1"
-    described = describe_to_version("v9.2p1-3-gabcdef1", DEBIAN)
+    described = TagNames(scheme=DEBIAN).described("v9.2p1-3-gabcdef1")
     assert str(described) == "9.2p1+3.gabcdef1"
     assert DEBIAN.parse("9.2p1") < described < DEBIAN.parse("9.2p2")
     assert PEP440.specifiers(">=9.2p1") == (">=9.2p1", None)  # left to packaging to refuse

@@ -67,11 +67,6 @@ def _from_worktree(
     return source.read(content, commit)
 
 
-def ref_version(repo: Path, ref: str, settings: Settings) -> VersionInfo:
-    """REF's version, from what its commit holds (see ref_versions)."""
-    return ref_versions(repo, [ref], settings)[0]
-
-
 def ref_versions(repo: Path, commits: Sequence[str], settings: Settings) -> list[VersionInfo]:
     """Each of COMMITS' versions (commit names or refs), each source asked for every commit
     still without one in one or two git processes."""

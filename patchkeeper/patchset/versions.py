@@ -21,7 +21,6 @@ from patchkeeper.patchset.version_keys import (
     SchemeVersion,
     debian_version,
     semver_version,
-    with_local,
 )
 
 _DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
@@ -214,14 +213,3 @@ def describe_parts(described: str) -> tuple[str, str | None, str | None] | None:
     if not match:
         return None
     return match["tag"], match["distance"], match["sha"]
-
-
-def describe_to_version(described: str, scheme: VersionScheme = PEP440) -> Version | None:
-    parts = describe_parts(described)
-    if parts is None:
-        return None
-    tag, distance, sha = parts
-    base = tag_to_version(tag, scheme)
-    if base is None or not distance or distance == "0" or sha is None:
-        return base
-    return with_local(base, f"{distance}.g{sha[:7]}")
