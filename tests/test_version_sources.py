@@ -428,3 +428,22 @@ def test_a_stamp_in_capitals_or_with_an_odd_distance_is_read_without_a_traceback
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     assert json.loads(proc.stdout)["install"]["version"] == "0.21.5"
+
+
+def test_describe_asks_git_once_when_a_tag_names_no_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One `git describe` answers every ref; a tag that is no version (`v1.x`) is said so
+    from that answer, never asked again ref by ref (it was 1 + one per ref)."""
+    from patchkeeper.install.version import describe_all
+    from patchkeeper.patchset.version_sources import TagNames
+
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0")
+    commit_files(repo, {"app.py": LINES + "more\n"}, "second", tag="v1.x")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    infos = describe_all(repo, ["v1.0", "v1.x"], TagNames())
+    assert [str(info.version) for info in infos] == ["1.0", "None"]
+    assert infos[1].text == "git describe: v1.x: v1.x: not a PEP 440 version"
+    described = [line for line in trace.read_text().splitlines() if "git describe" in line]
+    assert len(described) == 1, described
