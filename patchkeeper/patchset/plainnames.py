@@ -59,7 +59,10 @@ def at_epoch(stamp: str) -> bool:
     """Whether STAMP is the epoch, 1970-01-01 00:00:00 UTC, written in any zone."""
     if found := _ISO_RE.match(stamp):
         year, month, day, hour, minute, second, zone = found.groups()
-        when = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+        try:
+            when = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+        except ValueError:  # a date no calendar has (month 13): not the epoch, as git reads it
+            return False
         sign, zone = (-1 if zone and zone[0] == "-" else 1), zone or "+0000"
         shift = sign * (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60)
         return when.replace(tzinfo=UTC).timestamp() - shift == 0
