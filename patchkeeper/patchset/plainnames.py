@@ -33,7 +33,6 @@ _CTIME = r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})
 _ISO_RE = re.compile(rf"^{_ISO}$")
 _CTIME_RE = re.compile(rf"^{_CTIME}$")
 _TRAILING_STAMP_RE = re.compile(rf"\s+(?P<stamp>{_ISO}|{_CTIME})\s*$")
-_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 
 @dataclass(frozen=True)
@@ -68,8 +67,8 @@ def at_epoch(stamp: str) -> bool:
         return when.replace(tzinfo=UTC).timestamp() - shift == 0
     if found := _CTIME_RE.match(stamp):
         month, day, hour, minute, second, year = found.groups()
-        return (_MONTHS.index(month), int(day), hour, minute, second, year) == (
-            0, 1, "00", "00", "00", "1970",
+        return (month, int(day), hour, minute, second, year) == (
+            "Jan", 1, "00", "00", "00", "1970",
         )  # fmt: skip
     return False
 
