@@ -140,11 +140,11 @@ def read_small_blobs(
         query = "".join(f"{sha}\n" for _, sha in small).encode()
         output = git.run(["cat-file", "--batch"], repo, stdin=query).stdout
         position = 0
-        for pair, _sha in small:
-            end = output.index(b"\n", position)
-            size = int(output[position:end].split(b" ")[2])
-            found[pair] = output[end + 1 : end + 1 + size]
-            position = end + 1 + size + 1
+        for pair, _sha in small:  # an answer cut short is exit 7 (git.py), never a ValueError
+            line, position = git.batch_record(output, position, repo)
+            size = int(line.split(b" ")[2])
+            found[pair] = git.batch_content(output, position, size, repo)
+            position += size + 1
     return found
 
 
