@@ -55,9 +55,17 @@ class VersionScheme:
     def parse(self, text: str) -> Version | None:
         text = text.strip()
         if self.own_order:  # a PEP 440 reading would sort apart from the scheme's own
-            return self._parse(text)
+            return self._own(text)
         version = parse_version(text)
-        return version if version is not None else self._parse(text)
+        return version if version is not None else self._own(text)
+
+    def _own(self, text: str) -> Version | None:
+        """The scheme's reading of TEXT; a number past Python's int-conversion limit (4300
+        digits) is no version, as in `parse_version`."""
+        try:
+            return self._parse(text)
+        except ValueError:
+            return None
 
     def specifiers(self, text: str) -> tuple[str, str | None]:
         """An `Applies-To` text in this scheme -> (the PEP 440 specifier text, why not)."""
