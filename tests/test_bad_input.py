@@ -334,6 +334,20 @@ def test_install_that_is_not_a_git_repo(tmp_path: Path, repo: Path) -> None:
     assert proc.stderr.strip() == f"patchkeeper: error: {plain}: not a git repository"
 
 
+
+def test_an_install_that_is_a_git_folder_is_a_user_error_not_a_lost_answer(
+    tmp_path: Path, repo: Path
+) -> None:
+    """`--install REPO/.git`: git answers part and refuses (exit 128, "must be run in a work
+    tree"). That was exit 7, "its output was lost", a machine refusal that never happened."""
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(good_diff(repo))})
+    proc = run_cli("status", "--install", repo / ".git", "--patches", patches)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        f"patchkeeper: error: {repo / '.git'}: not a checkout: "
+        "git: this operation must be run in a work tree"
+    )
+
 @pytest.mark.parametrize("owner", ["git's test switch", "chown"])
 def test_an_install_owned_by_another_user_is_said_as_git_says_it(
     owner: str, tmp_path: Path, repo: Path

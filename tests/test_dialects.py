@@ -198,3 +198,26 @@ def test_unrelated_names_follow_git_not_gnu_patch(tmp_path: Path) -> None:
     [patch] = doc["targets"][0]["patches"]
     assert (code, patch["outcome"]) == (3, "conflict")
     assert "src/g.c" in patch["detail"]
+
+
+def test_an_impossible_timestamp_is_no_epoch_and_no_traceback(tmp_path: Path) -> None:
+    """`--- a/src/f.c<TAB>2024-13-45 25:61:00`: a date no calendar has is not the epoch (git
+    reads the names and ignores it); it was a ValueError traceback (exit 1) in lint."""
+    repo = _base(tmp_path / "up")
+    bad = "2024-13-45 25:61:00 +0000"
+    diff = f"--- a/src/f.c\t{bad}\n+++ b/src/f.c\t{bad}\n{HUNK}"
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": f"Description: x\n---\n{diff}"})
+    lint = run_cli("lint", "--patches", patches)
+    assert lint.returncode == 0 and "Traceback" not in lint.stderr, lint.stdout + lint.stderr
+    code, doc = run_json("check", "--install", repo, "--patches", patches, "--ref", "v1.0.0")
+    assert (code, _checked(doc)) == (0, {"fix": "applied"})
+
+
+def test_a_ctime_stamp_with_no_month_is_no_epoch_and_no_traceback(tmp_path: Path) -> None:
+    """`Thu Foo  1 00:00:00 1970` has the ctime shape but no month: not the epoch. It was a
+    ValueError ('Foo' is not in list), exit 1, in lint."""
+    bad = "Thu Foo  1 00:00:00 1970"
+    diff = f"--- a/src/f.c\t{bad}\n+++ b/src/f.c\t{bad}\n{HUNK}"
+    patches = write_patch_set(tmp_path / "ps", {"fix.patch": f"Description: x\n---\n{diff}"})
+    lint = run_cli("lint", "--patches", patches)
+    assert lint.returncode == 0 and "Traceback" not in lint.stderr, lint.stdout + lint.stderr

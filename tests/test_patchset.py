@@ -9,7 +9,8 @@ from packaging.version import Version
 
 from patchkeeper.patchset.load import inspect_patch_set, load_patch_set
 from patchkeeper.patchset.parse import parse_patch_file
-from patchkeeper.patchset.versions import describe_to_version, tag_to_version
+from patchkeeper.patchset.version_sources import TagNames
+from patchkeeper.patchset.versions import tag_to_version
 from tests.helpers import diff_of, git, make_repo, patch_text, run_cli, run_json, write_patch_set
 
 LINES = "".join(f"line {n}\n" for n in range(1, 21))
@@ -105,7 +106,7 @@ def test_variant_overlap(
     ],
 )
 def test_describe_to_pep440(described: str, version: str) -> None:
-    assert describe_to_version(described) == Version(version)
+    assert TagNames().described(described) == Version(version)
 
 
 def test_canary_sorts_before_its_release() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from patchkeeper.patchset.versions import PEP440, SCHEMES, describe_to_version, tag_to_version
+from patchkeeper.patchset.version_sources import TagNames
+from patchkeeper.patchset.versions import PEP440, SCHEMES, tag_to_version
 from tests.helpers import (
     commit_files,
     diff_of,
@@ -182,7 +183,7 @@ def test_pep440_stays_the_default_and_knows_no_p1() -> None:
     assert tag_to_version("v9.2p1") is None
     assert tag_to_version("v9.2p1", DEBIAN) == DEBIAN.parse("9.2p1")
     assert str(tag_to_version("v9.2p1", DEBIAN)) == "9.2p1"
-    described = describe_to_version("v9.2p1-3-gabcdef1", DEBIAN)
+    described = TagNames(scheme=DEBIAN).described("v9.2p1-3-gabcdef1")
     assert str(described) == "9.2p1+3.gabcdef1"
     assert DEBIAN.parse("9.2p1") < described < DEBIAN.parse("9.2p2")
     assert PEP440.specifiers(">=9.2p1") == (">=9.2p1", None)  # left to packaging to refuse
@@ -263,3 +264,20 @@ def test_since_is_read_in_the_sets_scheme(tmp_path: Path) -> None:
     ]
     bad = run_cli("check", "--install", repo, "--patches", patches, "--since", "9.3_p1")
     assert bad.returncode == 2 and "'9.3_p1' is not a debian version" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("scheme", "huge"),
+    [("debian", "1." + "9" * 5000), ("semver", "1.0.0-" + "9" * 5000)],
+)
+def test_a_number_past_the_int_limit_is_no_version_not_a_traceback(
+    tmp_path: Path, scheme: str, huge: str
+) -> None:
+    """A [tags] release with a 5000-digit number: int() raised ValueError (exit 1, 'internal
+    error') in the debian and semver keys; it is no version, one line naming the file."""
+    _, patches = openssh_like(tmp_path)
+    config = f'[install]\nversion_scheme = "{scheme}"\n[tags]\n"v1" = "{huge}"\n'
+    (patches / "patchkeeper.toml").write_text(config)
+    proc = run_cli("lint", "--patches", patches)
+    assert proc.returncode == 2 and "internal error" not in proc.stdout + proc.stderr
+    assert f"tags.'v1' must be a {scheme} version string" in proc.stdout + proc.stderr

@@ -428,3 +428,38 @@ def test_a_stamp_in_capitals_or_with_an_odd_distance_is_read_without_a_traceback
     )
     assert "Traceback" not in proc.stderr, proc.stderr
     assert json.loads(proc.stdout)["install"]["version"] == "0.21.5"
+
+
+def test_describe_asks_git_once_when_a_tag_names_no_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One `git describe` answers every ref; a tag that is no version (`v1.x`) is said so
+    from that answer, never asked again ref by ref (it was 1 + one per ref)."""
+    from patchkeeper.install.version import describe_all
+    from patchkeeper.patchset.version_sources import TagNames
+
+    repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0")
+    commit_files(repo, {"app.py": LINES + "more\n"}, "second", tag="v1.x")
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    infos = describe_all(repo, ["v1.0", "v1.x"], TagNames())
+    assert [str(info.version) for info in infos] == ["1.0", "None"]
+    assert infos[1].text == "git describe: v1.x: v1.x: not a PEP 440 version"
+    described = [line for line in trace.read_text().splitlines() if "git describe" in line]
+    assert len(described) == 1, described
+
+
+def test_a_stamp_distance_past_the_int_limit_is_no_distance_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    """A `distance` of 5000 digits (past Python's int-conversion limit): int() raised
+    ValueError, 'internal error' on every command while the stamp stood."""
+    upstream = calver_upstream(tmp_path / "up")
+    install = release_install(tmp_path, upstream, "v2026.9.24")
+    head = git(install, "rev-parse", "HEAD").strip()
+    stamp(install, baseVersion="0.21.5", commit=head, distance="9" * 5000)
+    proc = run_cli(
+        "status", "--json", "--install", install, "--patches", patch_set(tmp_path / "ps", upstream)
+    )
+    assert "internal error" not in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["install"]["version"] == "0.21.5"

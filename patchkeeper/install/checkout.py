@@ -62,6 +62,9 @@ def open_install(path: Path) -> Install:
         raise _not_owned(path, proc.stderr.decode(errors="surrogateescape"))
     if answers[:1] == ["true"]:
         raise UserError(f"{path}: a bare repository is not an install")
+    said = proc.stderr.decode(errors="replace").strip().splitlines()
+    if len(answers) < 3 and proc.returncode != 0 and said:  # git refused it (a .git folder)
+        raise UserError(f"{path}: not a checkout: git: {said[-1].removeprefix('fatal: ')}")
     if len(answers) < 3:  # git's answer did not reach us (its write refused): not "bare"
         raise EnvironmentProblem(
             f"{path}: git rev-parse gave no answer (its output was lost, exit "

@@ -176,7 +176,7 @@ class ScratchIndex:
 
         git apply is atomic: when it fails, the index is as it was. A mode change whose
         starting mode the index does not hold fails as git's own refusals do (see
-        `_mode_refusal`).
+        `mode_check.mode_refusal`).
         """
         reverse = "--reverse" in flags or "-R" in flags
         if (refused := mode_refusal(self.repo, self.env, diff, reverse=reverse)) is not None:

@@ -33,14 +33,13 @@ def describe_version(
 def describe_all(
     repo: Path, refs: Sequence[str], tags: TagNames, source: DescribeSource = _DESCRIBE
 ) -> list[VersionInfo]:
-    """`git describe` of every ref in one process; when it cannot name one, one by one."""
+    """`git describe` of every ref in one process; when it cannot name one (it stops at
+    the first), one by one. A tag named that is no release is said from the one answer."""
     args = ["describe", "--tags", *tags.describe_matches(source), "--end-of-options", *refs]
     proc = git.run(args, repo, check=False)
     lines = proc.stdout.decode(errors="replace").splitlines()
     if proc.returncode == 0 and len(lines) == len(refs):
-        infos = [_described_info(line.strip(), tags) for line in lines]
-        if all(info.version is not None for info in infos):
-            return infos
+        return [_described_info(line.strip(), tags) for line in lines]
     return [describe_version(repo, ref, tags, source) for ref in refs]
 
 

@@ -67,11 +67,6 @@ def _from_worktree(
     return source.read(content, commit)
 
 
-def ref_version(repo: Path, ref: str, settings: Settings) -> VersionInfo:
-    """REF's version, from what its commit holds (see ref_versions)."""
-    return ref_versions(repo, [ref], settings)[0]
-
-
 def ref_versions(repo: Path, commits: Sequence[str], settings: Settings) -> list[VersionInfo]:
     """Each of COMMITS' versions (commit names or refs), each source asked for every commit
     still without one in one or two git processes."""
@@ -145,11 +140,11 @@ def read_small_blobs(
         query = "".join(f"{sha}\n" for _, sha in small).encode()
         output = git.run(["cat-file", "--batch"], repo, stdin=query).stdout
         position = 0
-        for pair, _sha in small:
-            end = output.index(b"\n", position)
-            size = int(output[position:end].split(b" ")[2])
-            found[pair] = output[end + 1 : end + 1 + size]
-            position = end + 1 + size + 1
+        for pair, _sha in small:  # an answer cut short is exit 7 (git.py), never a ValueError
+            line, position = git.batch_record(output, position, repo)
+            size = int(line.split(b" ")[2])
+            found[pair] = git.batch_content(output, position, size, repo)
+            position += size + 1
     return found
 
 

@@ -33,7 +33,6 @@ _CTIME = r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})
 _ISO_RE = re.compile(rf"^{_ISO}$")
 _CTIME_RE = re.compile(rf"^{_CTIME}$")
 _TRAILING_STAMP_RE = re.compile(rf"\s+(?P<stamp>{_ISO}|{_CTIME})\s*$")
-_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
 
 @dataclass(frozen=True)
@@ -59,14 +58,17 @@ def at_epoch(stamp: str) -> bool:
     """Whether STAMP is the epoch, 1970-01-01 00:00:00 UTC, written in any zone."""
     if found := _ISO_RE.match(stamp):
         year, month, day, hour, minute, second, zone = found.groups()
-        when = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+        try:
+            when = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+        except ValueError:  # a date no calendar has (month 13): not the epoch, as git reads it
+            return False
         sign, zone = (-1 if zone and zone[0] == "-" else 1), zone or "+0000"
         shift = sign * (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60)
         return when.replace(tzinfo=UTC).timestamp() - shift == 0
     if found := _CTIME_RE.match(stamp):
         month, day, hour, minute, second, year = found.groups()
-        return (_MONTHS.index(month), int(day), hour, minute, second, year) == (
-            0, 1, "00", "00", "00", "1970",
+        return (month, int(day), hour, minute, second, year) == (
+            "Jan", 1, "00", "00", "00", "1970",
         )  # fmt: skip
     return False
 

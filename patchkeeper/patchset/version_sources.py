@@ -89,7 +89,10 @@ def _count(value: object) -> int | None:
     if isinstance(value, int):
         return value if value >= 0 else None
     if isinstance(value, str) and value.isascii() and value.isdigit():  # not "²"
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # past Python's int-conversion limit (4300 digits): no count
+            return None
     return None
 
 

@@ -21,7 +21,6 @@ from patchkeeper.patchset.version_keys import (
     SchemeVersion,
     debian_version,
     semver_version,
-    with_local,
 )
 
 _DESCRIBE_RE = re.compile(r"^(?P<tag>.+?)(?:-(?P<distance>\d+)-g(?P<sha>[0-9a-f]{4,40}))?$")
@@ -56,9 +55,17 @@ class VersionScheme:
     def parse(self, text: str) -> Version | None:
         text = text.strip()
         if self.own_order:  # a PEP 440 reading would sort apart from the scheme's own
-            return self._parse(text)
+            return self._own(text)
         version = parse_version(text)
-        return version if version is not None else self._parse(text)
+        return version if version is not None else self._own(text)
+
+    def _own(self, text: str) -> Version | None:
+        """The scheme's reading of TEXT; a number past Python's int-conversion limit (4300
+        digits) is no version, as in `parse_version`."""
+        try:
+            return self._parse(text)
+        except ValueError:
+            return None
 
     def specifiers(self, text: str) -> tuple[str, str | None]:
         """An `Applies-To` text in this scheme -> (the PEP 440 specifier text, why not)."""
@@ -214,14 +221,3 @@ def describe_parts(described: str) -> tuple[str, str | None, str | None] | None:
     if not match:
         return None
     return match["tag"], match["distance"], match["sha"]
-
-
-def describe_to_version(described: str, scheme: VersionScheme = PEP440) -> Version | None:
-    parts = describe_parts(described)
-    if parts is None:
-        return None
-    tag, distance, sha = parts
-    base = tag_to_version(tag, scheme)
-    if base is None or not distance or distance == "0" or sha is None:
-        return base
-    return with_local(base, f"{distance}.g{sha[:7]}")
