@@ -70,7 +70,8 @@ def command(
     skips them, and a run that wrote something is then exit 5): a check that fails or could
     not check is exit 4, and the fix stays in place (a check that could not run says nothing
     against it); the report names the command that takes it out, `patchkeeper unapply NAME`.
-    It runs [install] version_command (when set) to pick each patch's variant.
+    It runs [install] version_command (or a
+    `command` version source, when set) to pick each patch's variant.
 
     \b
     Example:

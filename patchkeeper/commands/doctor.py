@@ -54,10 +54,11 @@ def command(
     (`--probe`); the last update ended well. A failure names its first cause: the
     interpreter, what the path raised (a name upstream does not define), the failing figures.
 
-    It changes nothing in the install, but it runs things: [install] version_command (when
-    set), the interpreter (to print its version), and every smoke check the patch set names
-    with `--probe`, which runs the install's own launcher and worker path under its own
-    interpreter (with a scratch HOME under .git/patchkeeper/smoke/, removed afterwards).
+    It changes nothing in the install, but it runs things: [install] version_command (or a
+    `command` version source, when set), the interpreter (to print its version), and every
+    smoke check the patch set names with `--probe`, which runs the install's own launcher and
+    worker path under its own interpreter (with a scratch HOME under .git/patchkeeper/smoke/,
+    removed afterwards).
 
     \b
     Example:

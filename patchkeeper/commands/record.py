@@ -80,8 +80,8 @@ def command(
 
     The header is filled in: Description from -m, Base = HEAD, Last-Update = today, and
     Applies-To = open-ended from the current minor release (>=0.21 for 0.21.5). Changes of
-    other patches in the same files stay out of it. It runs [install] version_command (when
-    set) for that version.
+    other patches in the same files stay out of it. It runs [install] version_command (or a
+    `command` version source, when set) for that version.
 
     \b
     Example:

@@ -47,7 +47,8 @@ def command(
     of yours elsewhere in the patch's files (one that changes none of the patch's lines, away
     from its hunks) is left out of the patch and named; it stays in the work tree as yours.
     --whole-files takes it too (a fix rewritten away from where the patch had it).
-    It runs [install] version_command (when set) to pick the variant.
+    It runs [install] version_command (or a
+    `command` version source, when set) to pick the variant.
 
     \b
     Example:

@@ -118,7 +118,8 @@ def command(
     applied it and it was edited by hand since. Exit 0 only when every applicable patch is
     in place and proven: its smoke checks passed since it was written (else 5, or 4 when
     they failed at their last run), or its patch says `Smoke: none (WHY)`. Writes nothing,
-    but runs [install] version_command (when set) to learn the install's version.
+    but runs [install] version_command (or a
+    `command` version source, when set) to learn the install's version.
 
     \b
     Example:

@@ -38,7 +38,8 @@ def command(
 
     The exact diff recorded at apply time is reversed; edits made by hand elsewhere, even in
     the same file, stay. A patch edited by hand since is left in place (`drifted`, exit 5).
-    It runs [install] version_command (when set) to report the install's version.
+    It runs [install] version_command (or a
+    `command` version source, when set) to report the install's version.
 
     \b
     Example:

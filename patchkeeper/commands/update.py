@@ -172,7 +172,8 @@ def command(
     checks and the post-apply commands. Exit 0 only when all of that is in place; 3 a patch
     did not apply, 4 a smoke check failed, 5 something needs you (each item is listed with
     the command that resolves it), 6 another patchkeeper holds the install. Besides the
-    updater, it runs [install] version_command (when set), the smoke checks and [update]
+    updater, it runs [install] version_command (or a
+    `command` version source, when set), the smoke checks and [update]
     post_apply.
 
     \b
