@@ -17,6 +17,7 @@ from patchkeeper.commands.common import (
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
+from patchkeeper.install.last_update import last_update
 from patchkeeper.install.state import load_applied
 from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
 from patchkeeper.install.workspace import Workspace
@@ -90,17 +91,15 @@ def note_leftovers_in(report: TreeReport, workspace: Workspace) -> None:
 def update_not_done(workspace: Workspace) -> str | None:
     """The last update did not happen (or did not finish), and HEAD is still where that run
     left it: the version asked for is not what runs. Its retry command goes with it."""
-    last = jr.last_finished(workspace.install.state_dir)
-    if last is None or not last.extra.get("not_done"):
+    last = last_update(workspace.install.state_dir)
+    if last is None or not last.not_done:
         return None
-    if workspace.install.head() != last.extra.get("head_after"):
+    if workspace.install.head() != last.head_after:
         return None  # something updated the install since
-    unmoved = last.old_head == last.extra.get("head_after")
-    verb = "happen" if last.extra.get("rolled_back") or unmoved else "finish"
-    retry = last.extra.get("retry") or retry_command(workspace, UpdateOptions())
+    retry = last.retry or retry_command(workspace, UpdateOptions())
     return (
-        f"update {last.id} did not {verb}: {last.extra['not_done']}; the install is at "
-        f"{last.extra.get('head_after', '?')[:12]}; retry: {retry}"
+        f"update {last.id} did not {last.missed}: {last.not_done}; the install is at "
+        f"{(last.head_after or '?')[:12]}; retry: {retry}"
     )
 
 

@@ -112,18 +112,6 @@ def load(state_dir: Path) -> Journal | None:
         ) from None
 
 
-def last_finished(state_dir: Path) -> Journal | None:
-    """The newest finished run's journal (run ids sort by time), or None; one that cannot be
-    read counts as none (status must still answer)."""
-    runs = sorted((state_dir / RUNS_DIR).glob(f"*/{JOURNAL_FILE}"))
-    if not runs:
-        return None
-    try:
-        return Journal(**json.loads(runs[-1].read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
 # From here on `recover` runs phases 5-10 again whichever of them the journal names, so a
 # power cut that loses the rename of a later phase's record changes nothing: no folder sync.
 RERUN_FROM = PHASES.index("leftovers") + 2

@@ -17,10 +17,13 @@ from collections import Counter
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkeeper.model import exitcodes
 from patchkeeper.model import outcomes as oc
+
+if TYPE_CHECKING:  # loaded by write_metrics, only when a state folder is given
+    from patchkeeper.install.last_update import LastUpdate
 
 PREFIX = "patchkeeper_"
 OUTCOMES = (*oc.WRITES, *oc.IN_PLACE, *oc.FAILED, oc.DRIFTED, oc.EXPIRED, oc.PENDING)
@@ -57,15 +60,6 @@ class Sample:
     family: str
     labels: tuple[tuple[str, str], ...]
     value: float
-
-
-@dataclass(frozen=True)
-class LastUpdate:
-    """The last finished update as its journal keeps it (status and doctor report it too)."""
-
-    exit_code: int | None
-    started: float | None  # Unix seconds
-    happened: bool
 
 
 def _samples(family: str, base: Mapping[str, str], by: str, counts: Mapping[str, int],
@@ -243,24 +237,6 @@ def exposition(samples: Iterable[Sample]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def last_update(state_dir: Path) -> LastUpdate | None:
-    """The last finished update of the install whose state folder is STATE_DIR, or None."""
-    import datetime as dt
-
-    from patchkeeper.install.journal import last_finished
-
-    journal = last_finished(state_dir)
-    if journal is None:
-        return None
-    code = journal.extra.get("exit_code")
-    try:
-        started: float | None = dt.datetime.fromisoformat(journal.started_at).timestamp()
-    except (TypeError, ValueError):
-        started = None
-    happened = bool(journal.upstream_ok) and not journal.extra.get("not_done")
-    return LastUpdate(code if isinstance(code, int) else None, started, happened)
-
-
 def write_metrics(
     path: Path,
     command: str,
@@ -273,8 +249,11 @@ def write_metrics(
     (its temp name does not end in .prom, which the textfile collector skips). STATE_DIR: the
     install's state folder, whose last finished update is reported too."""
     from patchkeeper.install.files import atomic_write
+    from patchkeeper.install.last_update import last_update
 
     last = last_update(state_dir) if state_dir is not None else None
+    if last is not None and last.unreadable:
+        last = None  # no figure is better than a wrong one
     samples = samples_of(command, exit_code, document, now=time.time(), last_update=last)
     try:
         atomic_write(path, exposition(samples).encode())

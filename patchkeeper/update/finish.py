@@ -8,6 +8,7 @@ import shutil
 from patchkeeper.install import git
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import install_version
+from patchkeeper.install.last_update import record_end
 from patchkeeper.install.version_chain import reads_the_work_tree
 from patchkeeper.leftovers import find as lo
 from patchkeeper.patchset.versions import VersionInfo
@@ -28,10 +29,13 @@ def finish(ctx: RunContext) -> None:
     _report_own_leftovers(ctx)
     ctx.report.finished = True
     # For status and doctor, later: whether the update asked for happened, and how to retry.
-    ctx.journal.extra["exit_code"] = ctx.report.exit_code()
-    ctx.journal.extra["not_done"] = ctx.report.not_done
-    ctx.journal.extra["rolled_back"] = ctx.report.rolled_back
-    ctx.journal.extra["head_after"] = ctx.report.head_after
+    record_end(
+        ctx.journal,
+        exit_code=ctx.report.exit_code(),
+        not_done=ctx.report.not_done,
+        rolled_back=ctx.report.rolled_back,
+        head_after=ctx.report.head_after,
+    )
     # Not the folder: the rename into the run folder next is not synced either, and a
     # power cut that loses both leaves an unfinished run, which `recover` finishes again.
     jr.save(ctx.state_dir, ctx.journal, then_sync_folder=False)

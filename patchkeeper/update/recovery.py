@@ -31,6 +31,7 @@ from pathlib import Path
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import git
 from patchkeeper.install import journal as jr
+from patchkeeper.install.last_update import record_end
 from patchkeeper.install.lock import InstallLock, process_start_time
 from patchkeeper.install.processes import group_alive
 from patchkeeper.install.settle import Settled, settle
@@ -190,12 +191,13 @@ def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) 
     # The update asked for never ran: said so, with its retry, here and by `status` after.
     report.not_done = f"it was interrupted in phase {journal.phase_label}, before it ran"
     report.retry = journal.extra.get("retry") or retry_command(workspace, UpdateOptions())
-    journal.extra.update(
+    record_end(
+        journal,
+        exit_code=exitcodes.ATTENTION,
         not_done=report.not_done,
         rolled_back=True,
         head_after=install.head(),
         retry=report.retry,
-        exit_code=exitcodes.ATTENTION,
     )
     jr.save(install.state_dir, journal)
     jr.finish(install.state_dir, journal)

@@ -3,13 +3,9 @@ Hermes update receipts, whichever ran last."""
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
-from pathlib import Path
-
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
-from patchkeeper.install.instants import parse_instant
+from patchkeeper.install.last_update import LastUpdate, last_update
 from patchkeeper.leftovers.receipts import STASH_STEP, Receipts, install_receipts
 from patchkeeper.model.errors import PatchkeeperError
 from patchkeeper.proof.doctor.finding import Finding
@@ -28,40 +24,21 @@ def _unfinished_finding(install: Install) -> Finding | None:
     return Finding("last update", False, f"{run} {stopped}")
 
 
-def _last_run(install: Install) -> tuple[Path, datetime] | None:
-    """patchkeeper's newest finished run: its journal and when it ended.
-
-    The journal is last written as the run finishes, so its modification time is the end
-    (never earlier than the start it records).
-    """
-    runs = sorted((install.state_dir / jr.RUNS_DIR).glob(f"*/{jr.JOURNAL_FILE}"))
-    if not runs:
-        return None
-    try:
-        ended = datetime.fromtimestamp(runs[-1].stat().st_mtime, UTC)
-        started = parse_instant(json.loads(runs[-1].read_text(encoding="utf-8"))["started_at"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return runs[-1], datetime.max.replace(tzinfo=UTC)  # unreadable: the finding says so
-    return runs[-1], max(ended, started or ended)
-
-
-def _journal_finding(path: Path) -> Finding:
-    """From one finished patchkeeper run's journal."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return Finding("last update", False, f"{path}: unreadable ({exc})")
-    run = f"patchkeeper update {data.get('id')} at {data.get('started_at')}"
-    code = data.get("extra", {}).get("exit_code", 0)
-    if not_done := data.get("extra", {}).get("not_done"):  # e.g. rolled back after a failure
-        unmoved = data.get("old_head") == data["extra"].get("head_after")
-        verb = "happen" if data["extra"].get("rolled_back") or unmoved else "finish"
-        return Finding("last update", False, f"{run}: the update did not {verb}: {not_done}")
-    if data.get("upstream_ok") is None:  # e.g. a --preview that found a conflict
+def _journal_finding(last: LastUpdate) -> Finding:
+    """From patchkeeper's last finished run."""
+    if last.unreadable:
+        return Finding("last update", False, f"{last.path}: {last.unreadable}")
+    run = f"patchkeeper update {last.id} at {last.started_at}"
+    code = last.exit_code or 0
+    if last.not_done:  # e.g. rolled back after a failure
+        return Finding(
+            "last update", False, f"{run}: the update did not {last.missed}: {last.not_done}"
+        )
+    if last.upstream_ok is None:  # e.g. a --preview that found a conflict
         return Finding("last update", False, f"{run}: stopped before the upstream command ran "
                        f"(exit {code})")  # fmt: skip
-    if not data["upstream_ok"]:
-        failed = f"finished, but the upstream command failed (exit {data.get('upstream_exit')})"
+    if not last.upstream_ok:
+        failed = f"finished, but the upstream command failed (exit {last.upstream_exit})"
         return Finding("last update", False, f"{run}: {failed}")
     if code != 0:
         return Finding("last update", False, f"{run}: finished with exit {code}")
@@ -109,7 +86,7 @@ def last_update_finding(install: Install) -> Finding:
     if unfinished is not None:
         return unfinished
     receipts = install_receipts(install.path)
-    last_run = _last_run(install)
-    if last_run is None or receipts.newer_than(last_run[1]):
+    last = last_update(install.state_dir)
+    if last is None or receipts.newer_than(last.ended):
         return receipt_finding(install, receipts)
-    return _journal_finding(last_run[0])
+    return _journal_finding(last)
