@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.install.lock import process_start_time
+from patchkeeper.install.liveness import process_start_time
 from tests.helpers import GIT_ID, git
 from tests.test_update import applied, pk, pk_json, quiet, set_command
 

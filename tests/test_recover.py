@@ -19,8 +19,7 @@ import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.install.journal import PHASES, UPSTREAM_PHASE
-from patchkeeper.install.lock import process_start_time
-from patchkeeper.install.processes import group_alive
+from patchkeeper.install.liveness import group_alive, process_start_time
 from tests.helpers import GIT_ID, git
 from tests.test_update import (
     USER_README,

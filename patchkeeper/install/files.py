@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from patchkeeper.install.liveness import provably_gone
 from patchkeeper.model.errors import environment_problem, is_environment_error
 
 
@@ -43,13 +44,8 @@ def remove_dead_temps(folder: Path) -> None:
         match = _TEMP.fullmatch(path.name)
         if match is None:
             continue
-        try:
-            os.kill(int(match[1]), 0)
+        if not provably_gone(int(match[1])):
             continue  # its writer lives (or is another user's: not ours to judge)
-        except ProcessLookupError:
-            pass
-        except (PermissionError, OverflowError):
-            continue
         with contextlib.suppress(OSError):
             path.unlink()
 

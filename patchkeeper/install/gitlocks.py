@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install.checkout import Install
+from patchkeeper.install.liveness import command_name, state_and_group
 
 _PROC = Path("/proc")
 
@@ -51,15 +52,6 @@ class Holder:
 def lock_files(install: Install) -> list[Path]:
     """The lock files git leaves at the top of its directory (index.lock, HEAD.lock, ...)."""
     return sorted(p for p in install.git_dir.glob("*.lock") if p.is_file() or p.is_symlink())
-
-
-def _stat(pid: str) -> tuple[str, int] | None:
-    """(state, process group), or None when the process is gone."""
-    try:
-        fields = (_PROC / pid / "stat").read_text().rsplit(")", 1)[1].split()
-        return fields[0], int(fields[2])  # state, ppid, pgrp
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _argv(pid: str) -> list[str]:
@@ -89,13 +81,6 @@ def _owner(lock: Path) -> int | None:
         return None
 
 
-def _comm(pid: str) -> str:
-    try:
-        return (_PROC / pid / "comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 def _opens(pid: str, target: str) -> bool | None:
     """Whether PID has TARGET open; None when its descriptors cannot be read."""
     try:
@@ -121,7 +106,7 @@ def _inside(path: str, roots: tuple[Path, ...]) -> bool:
 
 def _is_git(pid: str, argv: list[str]) -> bool:
     name = Path(argv[0]).name if argv else ""
-    return _comm(pid) == "git" or name == "git" or name.startswith("git-")
+    return command_name(pid) == "git" or name == "git" or name.startswith("git-")
 
 
 def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> list[Holder]:
@@ -135,11 +120,11 @@ def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> li
         pid = entry.name
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
-        stat = _stat(pid)
+        stat = state_and_group(pid)
         if stat is None or stat[0] in ("Z", "X"):
             continue
         argv = _argv(pid)
-        command = " ".join(argv)[:80] or _comm(pid) or "?"
+        command = " ".join(argv)[:80] or command_name(pid) or "?"
         is_git = _is_git(pid, argv)
         opens = _opens(pid, str(lock))
         in_group = updater_pgid is not None and stat[1] == updater_pgid

@@ -45,10 +45,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchkeeper.install.liveness import process_start_time, same_process, started_at
 from patchkeeper.model.errors import BusyError, environment_problem, is_environment_error
 
 if TYPE_CHECKING:
@@ -58,53 +58,6 @@ LOCK_NAME = "lock"
 _POLL_SECONDS = 0.1
 _READ_TRIES = 5  # a record being rewritten is retried this often, _READ_PAUSE apart
 _READ_PAUSE = 0.02
-
-
-def _stat_fields(pid: int) -> list[str]:
-    # The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of PID (clock ticks since boot), or None when there is no such pid.
-
-    A zombie (exited, not yet reaped) counts as gone. On systems without /proc only existence
-    can be proven; the start time is then "".
-    """
-    try:
-        fields = _stat_fields(pid)
-        return None if fields[0] in ("Z", "X") else fields[19]
-    except FileNotFoundError:
-        return None
-    except (OSError, IndexError):
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return ""
-    return ""
-
-
-@cache
-def _boot_time() -> float | None:
-    try:
-        for line in Path("/proc/stat").read_text().splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def _started_at(start_time: str) -> str:
-    """START_TIME (ticks since boot) as a local wall-clock time, when that can be worked out."""
-    boot = _boot_time()
-    if not start_time.isdigit() or boot is None:
-        return start_time or "unknown"
-    seconds = boot + int(start_time) / os.sysconf("SC_CLK_TCK")
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
 @dataclass(frozen=True)
@@ -121,12 +74,12 @@ class Owner:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
         return (
             f"pid {self.pid} ({self.command}, phase {self.phase}, since {since}, "
-            f"process started {_started_at(self.start_time)})"
+            f"process started {started_at(self.start_time)})"
         )
 
     def provably_alive(self) -> bool:
         """The same process is still running: same pid and the same known start time."""
-        return bool(self.start_time) and process_start_time(self.pid) == self.start_time
+        return same_process(self.pid, self.start_time)
 
 
 def _parse(text: str) -> Owner:

@@ -45,25 +45,6 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
-def group_alive(pgid: int) -> bool:
-    """Whether any process of group PGID still runs (zombies waiting to be reaped do not)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        return True
-    for stat in proc.glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if fields[2] == str(pgid) and fields[0] != "Z":  # state, ppid, pgrp
-                return True
-    return False
-
-
 def _pump(stream: IO[bytes], sink: LineSink) -> None:
     for line in iter(stream.readline, b""):
         sink(line)

@@ -22,18 +22,21 @@ forever: recover names them in a note and carries on.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import git
 from patchkeeper.install import journal as jr
 from patchkeeper.install.last_update import record_end
-from patchkeeper.install.lock import InstallLock, process_start_time
-from patchkeeper.install.processes import group_alive
+from patchkeeper.install.liveness import (
+    command_name,
+    group_alive,
+    group_members,
+    may_be_same_process,
+)
+from patchkeeper.install.lock import InstallLock
 from patchkeeper.install.settle import Settled, settle
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.model import exitcodes, nextstep
@@ -78,30 +81,7 @@ class RecoverReport:
 
 def _leader_running(journal: jr.Journal, pgid: int) -> bool:
     """Whether the upstream command itself (the group's leader, as recorded) still runs."""
-    now = process_start_time(pgid)
-    if now is None:
-        return False
-    recorded = journal.upstream_start_time
-    # Without a start time on either side a reused pid cannot be told apart: busy, not dead.
-    return not recorded or not now or now == recorded
-
-
-def _group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of group PGID, by /proc; empty where there is none."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if fields[2] == str(pgid) and fields[0] not in ("Z", "X"):  # state, ppid, pgrp
-                members.append(int(stat.parent.name))
-    return sorted(members)
-
-
-def _command_name(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
+    return may_be_same_process(pgid, journal.upstream_start_time)
 
 
 def _check_upstream(journal: jr.Journal) -> list[str]:
@@ -119,8 +99,8 @@ def _check_upstream(journal: jr.Journal) -> list[str]:
         )
     if not group_alive(pgid):
         return []
-    members = _group_members(pgid)
-    gits = [pid for pid in members if _command_name(pid) == "git"]
+    members = group_members(pgid)
+    gits = [pid for pid in members if command_name(pid) == "git"]
     if gits:  # e.g. the updater was OOM-killed mid `git pull`: its git may still move HEAD
         raise BusyError(
             f"the upstream command of update {journal.id} has ended, but git (pids "

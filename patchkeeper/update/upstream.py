@@ -28,7 +28,7 @@ def upstream(ctx: RunContext) -> str:
     def started(pid: int) -> None:
         """Record the updater, held behind its gate: it can move HEAD only once `recover`
         can find it (a kill before this leaves it held, and it ends without running)."""
-        from patchkeeper.install.lock import process_start_time
+        from patchkeeper.install.liveness import process_start_time
 
         jr.checkpoint("4.0.1")  # tests: started, held, not recorded
         # The leader's start time: `recover` judges "still running" by this very process,

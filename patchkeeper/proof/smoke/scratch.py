@@ -15,8 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from patchkeeper.install.lock import process_start_time
-from patchkeeper.install.processes import group_alive
+from patchkeeper.install.liveness import group_alive, process_start_time
 from patchkeeper.install.tempfolders import remove_folder
 
 SCRATCH_DIR = "smoke"  # under the install's state dir: each running check's HOME and TMPDIR
