@@ -16,12 +16,7 @@ from patchkeeper.commands.common import (
     wait_option,
     write_metrics,
 )
-from patchkeeper.commands.status import (
-    note_leftovers_in,
-    note_next_steps,
-    render_tree,
-    tree_json,
-)
+from patchkeeper.commands.status import note_leftovers_in, note_next_steps
 from patchkeeper.engine.patching import TreeReport, apply_patches
 from patchkeeper.install.state import load_applied
 from patchkeeper.install.workspace import Workspace, locked_for_writing
@@ -37,6 +32,7 @@ from patchkeeper.proof.smoke.for_patches import (
 from patchkeeper.proof.smoke.proven import keep_verdicts, to_prove, unchecked_notes
 from patchkeeper.proof.smoke.results import ERROR, FAIL, PASS
 from patchkeeper.report.render import emit_json, paint, smoke_line
+from patchkeeper.report.tree import render_tree, tree_json
 from patchkeeper.update.checks import run_smoke_checks
 from patchkeeper.update.report import SmokeReport
 

@@ -12,8 +12,6 @@ import click
 
 from patchkeeper.commands.check import render_table
 from patchkeeper.commands.common import json_option
-from patchkeeper.commands.status import render_tree, tree_json
-from patchkeeper.commands.update import render_update, update_json
 from patchkeeper.engine.checking import check_refs
 from patchkeeper.engine.patching import TreeReport, apply_patches, worktree_status
 from patchkeeper.install.checkout import open_install
@@ -25,6 +23,8 @@ from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
 from patchkeeper.report.render import emit_json, patch_json, use_colour
+from patchkeeper.report.tree import render_tree, tree_json
+from patchkeeper.report.update import render_update, update_json
 from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.run import run_update
 

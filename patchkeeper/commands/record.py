@@ -20,6 +20,7 @@ from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_
 from patchkeeper.model import exitcodes
 from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.report.render import emit_json
+from patchkeeper.report.tree import install_json
 
 
 def settled_notes(lock: InstallLock) -> tuple[list[str], int]:
@@ -43,8 +44,6 @@ def written_json(
 ) -> None:
     """The document of `record` and `refresh`: the patch file written, as a one-patch report
     with the keys of `status` (outcome RECORDED or REFRESHED: it is in place, recorded)."""
-    from patchkeeper.commands.status import install_json
-
     install: Install = workspace.install
     variant = str(path.relative_to(workspace.patch_set.root))
     emit_json(

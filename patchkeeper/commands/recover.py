@@ -16,11 +16,11 @@ from patchkeeper.commands.common import (
     wait_option,
     write_metrics,
 )
-from patchkeeper.commands.status import render_tree, tree_json
-from patchkeeper.commands.update import render_update, update_json
 from patchkeeper.install.lock import install_lock
 from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json
+from patchkeeper.report.tree import render_tree, tree_json
+from patchkeeper.report.update import render_update, update_json
 from patchkeeper.update.context import UpdateOptions
 from patchkeeper.update.recovery import NEW, NOTHING, OLD, RecoverReport, recover
 

@@ -16,7 +16,6 @@ from patchkeeper.commands.common import (
 )
 from patchkeeper.engine.patching import TreeReport, worktree_status
 from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import Install
 from patchkeeper.install.last_update import last_update
 from patchkeeper.install.state import load_applied
 from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
@@ -24,40 +23,10 @@ from patchkeeper.install.workspace import Workspace
 from patchkeeper.leftovers.find import find_leftovers, note_leftovers
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.verdict import tree_exit_code
-from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.proof.smoke.proven import status_notes
-from patchkeeper.report.render import emit_json, patch_json, patch_lines
+from patchkeeper.report.render import emit_json
+from patchkeeper.report.tree import render_tree, tree_json
 from patchkeeper.update.context import UpdateOptions, retry_command
-
-
-def render_tree(report: TreeReport, title: str) -> None:
-    click.echo(f"{title}")
-    click.echo(f"  install  {report.install.path}")
-    click.echo(f"  version  {report.version.said()}")
-    click.echo(f"  HEAD     {report.head or '(none)'}")
-    if report.patch_set:
-        click.echo(f"  set      {report.patch_set}")
-    click.echo("patches:")
-    for result in report.results:
-        for line in patch_lines(result):
-            click.echo(line)
-    if not report.results:
-        click.echo("  (none)")
-    for note in report.notes:
-        click.echo(f"note: {note}")
-
-
-def install_json(install: Install, version: VersionInfo, head: str | None) -> dict:
-    return {"path": str(install.path), **version.as_json(), "head": head}
-
-
-def tree_json(report: TreeReport) -> dict:
-    return {
-        "install": install_json(report.install, report.version, report.head),
-        "patch_set": report.patch_set,
-        "patches": [patch_json(r) for r in report.results],
-        "notes": report.notes,
-    }
 
 
 def note_next_steps(report: TreeReport, workspace: Workspace) -> None:

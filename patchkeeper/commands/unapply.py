@@ -13,12 +13,12 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.commands.status import render_tree, tree_json
 from patchkeeper.engine.patching import unapply_patches
 from patchkeeper.install.workspace import locked_for_writing
 from patchkeeper.model import exitcodes
 from patchkeeper.model import outcomes as oc
 from patchkeeper.report.render import emit_json
+from patchkeeper.report.tree import render_tree, tree_json
 
 
 @click.command("unapply")
