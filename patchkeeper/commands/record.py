@@ -13,7 +13,7 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.engine.authoring import record_patch
+from patchkeeper.engine.patch_writer import record_patch
 from patchkeeper.install.checkout import Install, install_version
 from patchkeeper.install.lock import InstallLock
 from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_bundled_set

@@ -14,7 +14,7 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.commands.record import settled_notes, written_json
-from patchkeeper.engine.authoring import refresh_patch
+from patchkeeper.engine.patch_writer import refresh_patch
 from patchkeeper.install.checkout import install_version
 from patchkeeper.install.workspace import locked_for_writing, refuse_bundled_set
 

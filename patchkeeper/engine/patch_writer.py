@@ -1,14 +1,6 @@
-"""Write patch files from the work tree: `record` a new fix, `refresh` one after a manual fix.
-
-The diff is taken between "HEAD plus the patches before it" and "the work tree minus the
-patches after it", over the patch's own paths, so other patches' lines never leak into it.
-The patch is then recorded as applied: the work tree already holds it.
-
-`refresh` of a patch that is not in place (it conflicted, so `apply` wrote none of it) keeps,
-from the patch as written, the files the work tree leaves as they were: the hand fix was made
-in the conflicting files, and a file the patch creates, or one whose lines still apply, is not
-in the tree to be taken from it. Those parts are written to the work tree too, so that what is
-recorded as applied is all there.
+"""Write patch files: `record` a new fix, `refresh` one after a manual fix, each from the diff
+the work tree gives (engine/work_tree_diff.py). A patch file is written only once it parses,
+and the patch is then recorded as applied: the work tree already holds it.
 """
 
 from __future__ import annotations
@@ -20,16 +12,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.engine.apply_output import failed_files
-from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.own_hunks import own_hunks
-from patchkeeper.install import git
+from patchkeeper.engine.work_tree_diff import work_tree_diff
 from patchkeeper.install.checkout import Install
-from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff
 from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
-from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model.errors import UserError
-from patchkeeper.patchset.model import PatchFile, PatchSet
+from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.parse import parse_patch_file
 from patchkeeper.patchset.userfiles import unsafe_path
 from patchkeeper.patchset.versions import VersionInfo
@@ -47,101 +35,6 @@ def from_this_minor(version: VersionInfo) -> str | None:
         return None
     major, minor = (*version.version.release, 0)[:2]
     return f">={major}.{minor}"
-
-
-@dataclass(frozen=True)
-class _Taken:
-    """What the work tree gives for a patch: its new DIFF, and the files KEPT from the patch
-    as written (the tree left them as they were; they are written to it)."""
-
-    diff: bytes
-    kept: tuple[str, ...] = ()
-
-
-def _diff_for(
-    install: Install,
-    patch_set: PatchSet,
-    name: str,
-    paths: list[str],
-    keep_from: PatchFile | None = None,
-) -> _Taken:
-    """The diff of NAME over PATHS, from the work tree; with KEEP_FROM, the parts of that
-    patch file for paths the work tree leaves as they were are kept (see the docstring) and
-    written to the work tree, each file old or new (the tree writer's journal)."""
-    if install.head() is None:
-        raise UserError(f"{install.path}: HEAD does not name a commit yet")
-    records = load_applied(install.state_dir)
-    order = [p.name for p in patch_set.patches]
-    position = order.index(name) if name in order else len(order)
-    diffs = {other: written_diff(install.state_dir, records[other]) for other in records}
-    before = [n for n in order[:position] if n in records]
-    after = [n for n in order[position + 1 :] if n in records]
-    # Other patches touch other files too: load all of them, so their diffs apply whole.
-    touched = set(paths) | {p for n in before + after for p, _, _ in split_hunks(diffs[n])}
-    with scratch_index(install.path) as index:
-        index.load_ref("HEAD", touched)
-        for other in before:
-            _must_apply(index, diffs[other], other)
-        base = index.write_tree()
-        index.load_worktree(touched)
-        for other in reversed(after):
-            _must_apply(index, diffs[other], other, "--reverse")
-        taken = index.write_tree()
-        kept, sections = _untouched(install.path, base, taken, keep_from)
-        if not kept:
-            return _Taken(tree_diff(install.path, base, taken, paths))
-        _must_keep(index, sections, keep_from)
-        diff = tree_diff(install.path, base, index.write_tree(), paths)
-        index.load_worktree(kept)  # the tree as it is, later patches in place
-        as_it_is = index.write_tree()
-        _must_keep(index, sections, keep_from)
-        write_trees(
-            install.path,
-            install.state_dir,
-            "refresh",
-            as_it_is,
-            index.write_tree(),
-            kept,
-            env=index.env,
-        )
-        return _Taken(diff, tuple(kept))
-
-
-def _untouched(
-    repo: Path, base: str, taken: str, variant: PatchFile | None
-) -> tuple[list[str], bytes]:
-    """The files VARIANT changes that TAKEN (the work tree's) holds as BASE does, and
-    VARIANT's own sections for them; none when that is all of them (the work tree holds
-    nothing of the patch to refresh it from), or when there is no VARIANT to keep from."""
-    if variant is None:
-        return [], b""
-    changed = git.out(
-        ["diff-tree", "-r", "-z", "--name-only", "--no-renames", base, taken, "--", *variant.files],
-        repo,
-    ).split("\0")
-    own = [(path, header + b"".join(hunks)) for path, header, hunks in split_hunks(variant.diff)]
-    kept = [(path, section) for path, section in own if path not in changed]
-    if len(kept) == len(own):
-        return [], b""
-    return [path for path, _ in kept], b"".join(section for _, section in kept)
-
-
-def _must_keep(index: ScratchIndex, sections: bytes, variant: PatchFile) -> None:
-    proc = index.apply(sections)
-    if proc.returncode != 0:
-        files = ", ".join(failed_files(proc.stderr)) or "its other files"
-        raise UserError(
-            f"{variant.path}: the work tree leaves {files} as upstream has it, and the patch's "
-            "change to it no longer applies: fix it by hand as well, then refresh"
-        )
-
-
-def _must_apply(index: ScratchIndex, diff: bytes, name: str, *flags: str) -> None:
-    if index.apply(diff, *flags).returncode != 0:
-        raise UserError(
-            f"{name}: what patchkeeper wrote for it is no longer in the tree as recorded "
-            "(see `patchkeeper status`); settle that first"
-        )
 
 
 def _record_applied(install: Install, name: str, variant: str, text: bytes, diff: bytes) -> None:
@@ -177,7 +70,7 @@ def record_patch(
             raise UserError(f"{path!r}: {reason}")
         if (install.path / path).is_dir():
             raise UserError(f"{install.path / path}: a directory; name the files to record")
-    diff = _diff_for(install, patch_set, name, list(paths)).diff
+    diff = work_tree_diff(install, patch_set, name, list(paths)).diff
     if not diff:
         raise UserError(f"{install.path}: no changes to {', '.join(paths)} against HEAD")
     header = [
@@ -250,7 +143,8 @@ def refresh_patch(
         variant = patch.select(version.version)
     if variant is None:
         raise UserError(f"{patch_set.root / patch.entry}: no variant for version {version}")
-    taken = _diff_for(install, patch_set, name, list(variant.files), None if in_place else variant)
+    keep_from = None if in_place else variant
+    taken = work_tree_diff(install, patch_set, name, list(variant.files), keep_from)
     # Only the patch's own hunks: an edit of the operator's elsewhere in its files stays theirs.
     recorded = written_diff(install.state_dir, records[name]) if in_place else b""
     diff, left_out = (
