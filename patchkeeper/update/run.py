@@ -132,14 +132,8 @@ class UpdateRun:
         tree back to the `before` snapshot instead of applying the patch set again, and the
         run ends with the command that retries it.
         """
-        from patchkeeper.update import (
-            back_to_snapshot,
-            checks,
-            finish,
-            left_behind,
-            reapply,
-            restore,
-        )
+        from patchkeeper.update import checks, finish, left_behind, reapply, restore
+        from patchkeeper.update.back_to_snapshot import roll_back
 
         ctx, report = self.ctx, self.ctx.report
         self.phase(5, left_behind.leftovers)
@@ -150,7 +144,7 @@ class UpdateRun:
         back = bool(report.not_done) and ctx.install.head() == ctx.journal.old_head
         post_skipped = "the update did not happen" if back else "the upstream command failed"
         plan: list[tuple[int, Phase | str]] = [
-            (6, back_to_snapshot.roll_back if back else reapply.apply),
+            (6, roll_back if back else reapply.apply),
             (7, _came_back if back else restore.restore),
             (8, checks.smoke),
             (9, post_skipped if report.not_done else checks.post),
@@ -234,11 +228,5 @@ def _load_later_phases() -> None:
     (a half-done upgrade of it) refuses with the install as it was. Safe: the package has no
     import circles (tests/test_layout.py), so the two threads can never each hold a module the
     other waits for; at worst the main one waits for an import under way."""
-    from patchkeeper.update import (  # noqa: F401
-        back_to_snapshot,
-        checks,
-        finish,
-        left_behind,
-        reapply,
-        restore,
-    )
+    from patchkeeper.update import checks, finish, left_behind, reapply, restore  # noqa: F401
+    from patchkeeper.update.back_to_snapshot import roll_back  # noqa: F401
