@@ -13,21 +13,19 @@ the machine refuses (stderr on a full disk) is dropped the same way, and named o
 on the other stream.
 """
 
-from __future__ import annotations
-
-import atexit
-import contextlib
-import functools
-import gc
-import importlib
 import io
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
 
 from patchkeeper import __version__
 
+# Nothing else at import: `patchkeeper --version` costs the interpreter's start and this
+# module, no more (tests/test_start_up.py counts what it imports). Annotations name types only
+# a type checker loads.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     import click
 
 # name -> module under patchkeeper.commands that defines `command`
@@ -82,10 +80,20 @@ SUMMARIES: dict[str, str] = {
 }
 
 
-@functools.cache
-def _group() -> click.Group:
+_GROUP: list["click.Group"] = []
+
+
+def _group() -> "click.Group":
     """The click group of every command, built on first use (importing click takes longer
     than the whole of `patchkeeper --version`)."""
+    if not _GROUP:
+        _GROUP.append(_build_group())
+    return _GROUP[0]
+
+
+def _build_group() -> "click.Group":
+    import importlib
+
     import click
 
     class LazyGroup(click.Group):
@@ -246,7 +254,7 @@ def _failure_metrics(code: int) -> None:
     write_failure_metrics(sys.argv[1:], _command_name(sys.argv[1:]), code)
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _fail(message: str, code: int) -> "NoReturn":
     """One line on stderr; for JSON callers also one document on stdout; for `--metrics`
     callers the exit code in the metrics file."""
     import click
@@ -275,6 +283,8 @@ def _start_up_loading() -> None:
     once the command is imported, freezes all there is then (never walked again) and turns
     collection back on for what the command makes; `main` ends the pause too, however it
     ends (no command module loads for `--help` or a usage error)."""
+    import gc
+
     if "click" not in sys.modules and gc.isenabled():  # a second `main` in one process: no
         gc.disable()
         _COLLECTION_PAUSED.append(True)
@@ -282,6 +292,8 @@ def _start_up_loading() -> None:
 
 def _start_up_loaded() -> None:
     if _COLLECTION_PAUSED:
+        import gc
+
         _COLLECTION_PAUSED.clear()
         gc.freeze()
         gc.enable()
@@ -294,13 +306,15 @@ def _no_collections_on_the_way_out() -> None:
     folders) run as ever, and stdout and stderr are still flushed; what is skipped is freeing
     reference cycles, whose memory goes back with the process. Registered once however many
     times `main` runs in one process."""
+    import atexit
+    import gc
+
     atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
 
 
 def main() -> None:
     _survive_closed_pipes()
-    _no_collections_on_the_way_out()
     try:
         _main()
     except SystemExit as exc:
@@ -312,9 +326,11 @@ def _delivered(code: int) -> int:
     """CODE, the run's own exit code, whatever stdout or stderr refused: the run was never cut
     short for it. A refused stream is named once on the other one (on stdout only for text
     output: a JSON document stays one document)."""
-    with contextlib.suppress(OSError, ValueError):
+    try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     names = {1: "stdout", 2: "stderr"}
     for fd, refused in sorted(_REFUSED.items()):
         other = sys.stderr if fd == 1 else sys.stdout
@@ -323,9 +339,11 @@ def _delivered(code: int) -> int:
         said = f"{names[fd]}: {refused.strerror}; what was left to write there was dropped"
         if fd == 2 and _FAILED_WITH:  # the one error line, which stderr did not take
             said += f"\npatchkeeper: {_FAILED_WITH[0]}"
-        with contextlib.suppress(OSError, ValueError):
+        try:
             other.write(f"patchkeeper: note: {said}\n")
             other.flush()
+        except (OSError, ValueError):
+            pass
     return code
 
 
@@ -333,7 +351,14 @@ def _main() -> None:
     if sys.argv[1:] == ["--version"]:  # what click's version option prints, without click
         sys.stdout.write(f"patchkeeper, version {__version__}\n")
         sys.exit(0)
+    _no_collections_on_the_way_out()
     _start_up_loading()
+    if sys.argv[1:2] == ["check"]:
+        from patchkeeper.commands.check_args import plain_check
+
+        options = plain_check(sys.argv[2:], os.environ)
+        if options is not None:
+            _check_without_click(options)
     import click
 
     from patchkeeper.report.render import use_colour
@@ -357,7 +382,25 @@ def _main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _fail_unexpected(exc: Exception) -> NoReturn:
+def _check_without_click(options: dict[str, object]) -> "NoReturn":
+    """A plain `check` (commands/check_args.py read its options as click would), run and
+    ended as `_main` ends a command click ran: the same exit codes and one-line errors."""
+    from patchkeeper.commands.check_run import run
+
+    _start_up_loaded()
+    try:
+        code = run(**options)  # type: ignore[arg-type]
+    except (EOFError, KeyboardInterrupt):  # click: a blank line closes the terminal's ^C
+        sys.stderr.write("\n")
+        _fail("aborted", 1)
+    except BrokenPipeError:  # click: exit 1, nothing said
+        sys.exit(1)
+    except Exception as exc:
+        _fail_unexpected(exc)
+    sys.exit(code)
+
+
+def _fail_unexpected(exc: Exception) -> "NoReturn":
     """EXC, raised by a command and not click's: its own exit code when it is ours, exit 7 for
     the machine's refusal, else exit 1 (an internal error), each as one line."""
     from patchkeeper.model import exitcodes
