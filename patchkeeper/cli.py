@@ -1,7 +1,8 @@
 """Command-line entry point.
 
 Commands live one per module under `patchkeeper/commands/` and are imported only when named:
-`patchkeeper --version` answers before click is imported, `patchkeeper --help` lists every
+`patchkeeper --version` answers before anything but this module is imported, a plain `check`
+runs without click (commands/check_args.py), `patchkeeper --help` lists every
 command from the one-line summaries below without importing a command module, and a command
 loads only what it uses. Every user-facing failure is a PatchkeeperError: printed as one line,
 mapped to its exit code.
@@ -19,10 +20,7 @@ import sys
 
 from patchkeeper import __version__
 
-# Nothing else at import: `patchkeeper --version` costs the interpreter's start and this
-# module, no more (tests/test_start_up.py counts what it imports). Annotations name types only
-# a type checker loads.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # nothing more at import for --version (tests/test_check_args.py)
 if TYPE_CHECKING:
     from typing import NoReturn
 
@@ -86,12 +84,8 @@ _GROUP: list["click.Group"] = []
 def _group() -> "click.Group":
     """The click group of every command, built on first use (importing click takes longer
     than the whole of `patchkeeper --version`)."""
-    if not _GROUP:
-        _GROUP.append(_build_group())
-    return _GROUP[0]
-
-
-def _build_group() -> "click.Group":
+    if _GROUP:
+        return _GROUP[0]
     import importlib
 
     import click
@@ -142,6 +136,7 @@ def _build_group() -> "click.Group":
           patchkeeper status --install ~/.hermes/hermes-agent
         """
 
+    _GROUP.append(cli)
     return cli
 
 
@@ -283,7 +278,7 @@ def _start_up_loading() -> None:
     once the command is imported, freezes all there is then (never walked again) and turns
     collection back on for what the command makes; `main` ends the pause too, however it
     ends (no command module loads for `--help` or a usage error)."""
-    import gc
+    import gc  # (imported here: --version loads nothing but this module)
 
     if "click" not in sys.modules and gc.isenabled():  # a second `main` in one process: no
         gc.disable()
@@ -353,12 +348,14 @@ def _main() -> None:
         sys.exit(0)
     _no_collections_on_the_way_out()
     _start_up_loading()
-    if sys.argv[1:2] == ["check"]:
+    if sys.argv[1:2] == ["check"]:  # a plain check needs no click
         from patchkeeper.commands.check_args import plain_check
 
-        options = plain_check(sys.argv[2:], os.environ)
-        if options is not None:
-            _check_without_click(options)
+        if (options := plain_check(sys.argv[2:], os.environ)) is not None:
+            from patchkeeper.commands.check_run import run_plain
+
+            _start_up_loaded()
+            run_plain(options, fail=_fail, fail_unexpected=_fail_unexpected)
     import click
 
     from patchkeeper.report.render import use_colour
@@ -380,24 +377,6 @@ def _main() -> None:
     finally:  # also where no command module loaded (`--help`, a usage error)
         _start_up_loaded()
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def _check_without_click(options: dict[str, object]) -> "NoReturn":
-    """A plain `check` (commands/check_args.py read its options as click would), run and
-    ended as `_main` ends a command click ran: the same exit codes and one-line errors."""
-    from patchkeeper.commands.check_run import run
-
-    _start_up_loaded()
-    try:
-        code = run(**options)  # type: ignore[arg-type]
-    except (EOFError, KeyboardInterrupt):  # click: a blank line closes the terminal's ^C
-        sys.stderr.write("\n")
-        _fail("aborted", 1)
-    except BrokenPipeError:  # click: exit 1, nothing said
-        sys.exit(1)
-    except Exception as exc:
-        _fail_unexpected(exc)
-    sys.exit(code)
 
 
 def _fail_unexpected(exc: Exception) -> "NoReturn":

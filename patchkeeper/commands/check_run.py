@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 # click.echo's own rule for escape sequences (`click._compat._ansi_re`)
 _ANSI = r"\033\[[;?0-9]*[a-zA-Z]"
@@ -28,6 +29,26 @@ def echo(line: str) -> None:
         line = re.sub(_ANSI, "", line)
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
+
+
+def run_plain(
+    options: dict[str, Any],
+    *,
+    fail: Callable[[str, int], NoReturn],
+    fail_unexpected: Callable[[Exception], NoReturn],
+) -> NoReturn:
+    """`run` for a line check_args.py read, ended as cli.py ends a command click ran: the
+    same exit codes, and FAIL and FAIL_UNEXPECTED (cli.py's) say what went wrong in one line."""
+    try:
+        code = run(**options)
+    except (EOFError, KeyboardInterrupt):  # as click: a blank line after the terminal's ^C
+        sys.stderr.write("\n")
+        fail("aborted", 1)
+    except BrokenPipeError:  # as click: exit 1, nothing said
+        sys.exit(1)
+    except Exception as exc:
+        fail_unexpected(exc)
+    sys.exit(code)
 
 
 def run(
