@@ -1,7 +1,8 @@
 """Command-line entry point.
 
 Commands live one per module under `patchkeeper/commands/` and are imported only when named:
-`patchkeeper --version` answers before click is imported, `patchkeeper --help` lists every
+`patchkeeper --version` answers before anything but this module is imported, a plain `check`
+runs without click (commands/check_args.py), `patchkeeper --help` lists every
 command from the one-line summaries below without importing a command module, and a command
 loads only what it uses. Every user-facing failure is a PatchkeeperError: printed as one line,
 mapped to its exit code.
@@ -13,21 +14,16 @@ the machine refuses (stderr on a full disk) is dropped the same way, and named o
 on the other stream.
 """
 
-from __future__ import annotations
-
-import atexit
-import contextlib
-import functools
-import gc
-import importlib
 import io
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
 
 from patchkeeper import __version__
 
+TYPE_CHECKING = False  # nothing more at import for --version (tests/test_check_args.py)
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     import click
 
 # name -> module under patchkeeper.commands that defines `command`
@@ -82,10 +78,16 @@ SUMMARIES: dict[str, str] = {
 }
 
 
-@functools.cache
-def _group() -> click.Group:
+_GROUP: list["click.Group"] = []
+
+
+def _group() -> "click.Group":
     """The click group of every command, built on first use (importing click takes longer
     than the whole of `patchkeeper --version`)."""
+    if _GROUP:
+        return _GROUP[0]
+    import importlib
+
     import click
 
     class LazyGroup(click.Group):
@@ -134,6 +136,7 @@ def _group() -> click.Group:
           patchkeeper status --install ~/.hermes/hermes-agent
         """
 
+    _GROUP.append(cli)
     return cli
 
 
@@ -246,7 +249,7 @@ def _failure_metrics(code: int) -> None:
     write_failure_metrics(sys.argv[1:], _command_name(sys.argv[1:]), code)
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _fail(message: str, code: int) -> "NoReturn":
     """One line on stderr; for JSON callers also one document on stdout; for `--metrics`
     callers the exit code in the metrics file."""
     import click
@@ -275,6 +278,8 @@ def _start_up_loading() -> None:
     once the command is imported, freezes all there is then (never walked again) and turns
     collection back on for what the command makes; `main` ends the pause too, however it
     ends (no command module loads for `--help` or a usage error)."""
+    import gc  # (imported here: --version loads nothing but this module)
+
     if "click" not in sys.modules and gc.isenabled():  # a second `main` in one process: no
         gc.disable()
         _COLLECTION_PAUSED.append(True)
@@ -282,6 +287,8 @@ def _start_up_loading() -> None:
 
 def _start_up_loaded() -> None:
     if _COLLECTION_PAUSED:
+        import gc
+
         _COLLECTION_PAUSED.clear()
         gc.freeze()
         gc.enable()
@@ -294,13 +301,15 @@ def _no_collections_on_the_way_out() -> None:
     folders) run as ever, and stdout and stderr are still flushed; what is skipped is freeing
     reference cycles, whose memory goes back with the process. Registered once however many
     times `main` runs in one process."""
+    import atexit
+    import gc
+
     atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
 
 
 def main() -> None:
     _survive_closed_pipes()
-    _no_collections_on_the_way_out()
     try:
         _main()
     except SystemExit as exc:
@@ -312,9 +321,11 @@ def _delivered(code: int) -> int:
     """CODE, the run's own exit code, whatever stdout or stderr refused: the run was never cut
     short for it. A refused stream is named once on the other one (on stdout only for text
     output: a JSON document stays one document)."""
-    with contextlib.suppress(OSError, ValueError):
+    try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     names = {1: "stdout", 2: "stderr"}
     for fd, refused in sorted(_REFUSED.items()):
         other = sys.stderr if fd == 1 else sys.stdout
@@ -323,9 +334,11 @@ def _delivered(code: int) -> int:
         said = f"{names[fd]}: {refused.strerror}; what was left to write there was dropped"
         if fd == 2 and _FAILED_WITH:  # the one error line, which stderr did not take
             said += f"\npatchkeeper: {_FAILED_WITH[0]}"
-        with contextlib.suppress(OSError, ValueError):
+        try:
             other.write(f"patchkeeper: note: {said}\n")
             other.flush()
+        except (OSError, ValueError):
+            pass
     return code
 
 
@@ -333,7 +346,16 @@ def _main() -> None:
     if sys.argv[1:] == ["--version"]:  # what click's version option prints, without click
         sys.stdout.write(f"patchkeeper, version {__version__}\n")
         sys.exit(0)
+    _no_collections_on_the_way_out()
     _start_up_loading()
+    if sys.argv[1:2] == ["check"]:  # a plain check needs no click
+        from patchkeeper.commands.check_args import plain_check
+
+        if (options := plain_check(sys.argv[2:], os.environ)) is not None:
+            from patchkeeper.commands.check_run import run_plain
+
+            _start_up_loaded()
+            run_plain(options, fail=_fail, fail_unexpected=_fail_unexpected)
     import click
 
     from patchkeeper.report.render import use_colour
@@ -357,7 +379,7 @@ def _main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _fail_unexpected(exc: Exception) -> NoReturn:
+def _fail_unexpected(exc: Exception) -> "NoReturn":
     """EXC, raised by a command and not click's: its own exit code when it is ours, exit 7 for
     the machine's refusal, else exit 1 (an internal error), each as one line."""
     from patchkeeper.model import exitcodes

@@ -229,3 +229,19 @@ def test_record_never_writes_into_the_installed_package(installed: Path, tmp_pat
     assert after == before
     again = installed_run(installed, home, "init", own)
     assert again.returncode == 2 and "not empty" in again.stderr, again
+
+
+def test_the_installed_command_loads_nothing_but_the_cli_for_its_version(installed: Path) -> None:
+    """Issue 30: `patchkeeper --version` costs the interpreter's start and patchkeeper's CLI
+    module, no more; the wrapper pip writes for an entry point imports `re` (and enum,
+    functools, ...) before patchkeeper, which is why the command is a script of its own."""
+    python = installed / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+    def modules(*args: str | Path) -> set[str]:
+        proc = subprocess.run([python, "-X", "importtime", *map(str, args)], env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        return {line.split("|")[-1].strip() for line in proc.stderr.splitlines()[1:]}
+
+    extra = modules(installed / "bin" / "patchkeeper", "--version") - modules("-c", "pass")
+    assert extra == {"patchkeeper", "patchkeeper._version", "patchkeeper.cli"}

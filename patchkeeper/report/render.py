@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import one_line
 from patchkeeper.model.outcomes import PatchResult, UpstreamTook
@@ -55,7 +53,11 @@ def use_colour() -> bool:
 
 
 def paint(text: str, colour: str | None) -> str:
-    return click.style(text, fg=colour) if colour and use_colour() else text
+    if not (colour and use_colour()):
+        return text
+    import click  # only for colour: a plain `check` runs without click (cli.py)
+
+    return click.style(text, fg=colour)
 
 
 def outcome_word(outcome: str) -> str:
@@ -279,8 +281,9 @@ class _Chunks:
             self.flush()
 
     def flush(self) -> None:
-        if self._parts:
-            click.echo("".join(self._parts), nl=False)
+        if self._parts:  # as click.echo writes it (JSON escapes every control character)
+            sys.stdout.write("".join(self._parts))
+            sys.stdout.flush()
         self._parts, self._size = [], 0
 
 
