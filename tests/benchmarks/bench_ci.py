@@ -153,10 +153,10 @@ class Bench:
         return results
 
 
-def compile_bytecode() -> None:
+def compile_bytecode(code: Path = HERE.parent.parent) -> None:
     """Compile patchkeeper first: a run that compiles it (PYTHONDONTWRITEBYTECODE) is slower."""
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(HERE.parent.parent / "patchkeeper")],
+        [sys.executable, "-m", "compileall", "-q", str(code / "patchkeeper")],
         check=True,
         capture_output=True,
     )
@@ -209,6 +209,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--tags", type=int, default=50)
     parser.add_argument("--changes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=10, help="the workload generator's seed")
+    parser.add_argument("--hunks", type=int, default=1, help="hunks per patch (patch size)")
     parser.add_argument("--sizes", default="10,50,200", help="patch set sizes M")
     parser.add_argument("--tag-counts", default="1,10,50", help="how many of the newest tags T")
     parser.add_argument("--runs", type=int, default=5)
@@ -233,6 +235,8 @@ def main() -> None:
             changes=args.changes,
             patches=max(sizes),
             sizes=tuple(sizes),
+            seed=args.seed,
+            hunks=args.hunks,
         )
         built = time.monotonic() - started
         report(args, upstream, sizes, tag_counts, skip, built)
@@ -303,7 +307,10 @@ def report(args, upstream: Upstream, sizes, tag_counts, skip, built: float) -> N
             print(f"  {size:>4} x {count:<3} {seconds * 1000 / (size * count):8.2f}")
 
 
-def update_row(bench: Bench, upstream: Upstream, pk: list[str]) -> None:
+def update_pair(bench: Bench, upstream: Upstream, pk: list[str]) -> tuple[Measured, Measured, int]:
+    """`update` with up to 10 patches and no smoke check (A) against the bare updater (B),
+    each from the same state: the tag before the newest, the patches applied for A. Returns
+    A, B and the number of patches."""
     install = upstream.root / "install-update"
     if not install.exists():
         subprocess.run(["git", "clone", "-q", str(upstream.origin), str(install)], check=True)
@@ -327,11 +334,16 @@ def update_row(bench: Bench, upstream: Upstream, pk: list[str]) -> None:
         reset()
         subprocess.run(
             [*pk, "apply", "--install", str(install), "--patches", str(patches)],
-            capture_output=True, check=True,
+            capture_output=True, check=True, env=bench.env,
         )  # fmt: skip
 
     update = [*pk, "update", "--install", str(install), "--patches", str(patches)]
     a, b = bench.pair(update, UPDATE_COMMAND, install, with_patches, reset)
+    return a, b, count
+
+
+def update_row(bench: Bench, upstream: Upstream, pk: list[str]) -> None:
+    a, b, count = update_pair(bench, upstream, pk)
     codes = ", ".join(map(str, sorted(a.codes)))
     # Run by run (each update beside the bare run next to it), so a load spike counts once.
     added = statistics.median(x - y for x, y in zip(a.seconds, b.seconds, strict=True))
