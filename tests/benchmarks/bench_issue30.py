@@ -104,28 +104,29 @@ def overheads(a: Measured, b: Measured) -> tuple[float, float]:
 def wheel_venv(code: Path, root: Path) -> Path:
     """A venv with patchkeeper installed from CODE as a wheel installs it (not editable), its
     dependencies found through a path line to this interpreter's site-packages (a path line
-    runs none of the `.pth` imports there, an editable finder's included). Returns its python."""
+    runs none of the `.pth` imports there, an editable finder's included). Returns its python.
+    Built anew each run: a kept one would be an older CODE."""
     source, venv = root / "wheel-source", root / "wheel-venv"
-    if not (venv / "bin" / "patchkeeper").exists():
-        shutil.rmtree(source, ignore_errors=True)
-        shutil.copytree(code, source, ignore=shutil.ignore_patterns(
-            ".git", "__pycache__", "*.egg-info", "build", "dist"))  # fmt: skip
-        base = Path(sys.base_prefix) / "bin" / "python3"
-        subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True)
-        python = venv / "bin" / "python"
-        where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-        site = subprocess.run([str(python), "-c", where], capture_output=True, text=True,
-                              check=True)  # fmt: skip
-        Path(site.stdout.strip(), "bench-deps.pth").write_text(sysconfig.get_paths()["purelib"])
-        env = {**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0+bench"}
-        env.pop("PYTHONPATH", None)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-             "--no-index", "--disable-pip-version-check", str(source)],
-            check=True, capture_output=True, env=env,
-        )  # fmt: skip
-        subprocess.run([str(python), "-m", "compileall", "-q", site.stdout.strip()], check=True,
-                       capture_output=True)  # fmt: skip
+    for old in (source, venv):
+        shutil.rmtree(old, ignore_errors=True)
+    shutil.copytree(code, source, ignore=shutil.ignore_patterns(
+        ".git", "__pycache__", "*.egg-info", "build", "dist"))  # fmt: skip
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([str(python), "-c", where], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    Path(site.stdout.strip(), "bench-deps.pth").write_text(sysconfig.get_paths()["purelib"])
+    env = {**os.environ, "SETUPTOOLS_SCM_PRETEND_VERSION": "0.0.0+bench"}
+    env.pop("PYTHONPATH", None)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--no-index", "--disable-pip-version-check", str(source)],
+        check=True, capture_output=True, env=env,
+    )  # fmt: skip
+    subprocess.run([str(python), "-m", "compileall", "-q", site.stdout.strip()], check=True,
+                   capture_output=True)  # fmt: skip
     return venv / "bin" / "python"
 
 
@@ -244,14 +245,19 @@ def report(args: argparse.Namespace, root: Path, up: dict[str, Upstream], built:
                 pythons.append(("wheel venv", wheel_venv(args.code, root / "wheel")))
             except subprocess.CalledProcessError as error:
                 print(f"(no wheel venv: {error.cmd[:3]} failed: {error.stderr or error})")
+        with_code = bench.env
         for where, python in pythons:
             script = python.parent / "patchkeeper"
             ways = [("script", [str(script)])] if script.exists() else []
             ways.append(("-m", [str(python), "-m", "patchkeeper"]))
+            # The wheel venv's patchkeeper is the installed one, not PYTHONPATH's.
+            bench.env = {k: v for k, v in with_code.items() if where == "this venv" or
+                         k != "PYTHONPATH"}  # fmt: skip
             for way, command in ways:
                 a, b = bench.pair([*command, "--version"], [str(python), "-c", "pass"], root,
                                   count=False)  # fmt: skip
                 ratio_row(f"--version, {way}, {where}", a, "python -c pass, same python", b, 1.3)
+        bench.env = with_code
     m = args.patches
     plain, newest = big.patch_sets[m], big.tags[-1]
     if "tags" not in skip:
