@@ -135,11 +135,15 @@ def build_all(args: argparse.Namespace, root: Path) -> dict[str, Upstream]:
     under ROOT, or taken as an earlier run with --root left them."""
     shape = {"tags": args.tags, "seed": args.seed, "hunks": args.hunks}
     m = args.patches
+    # A release's upstream changes hit about changes/50 patched files, spread over every patch
+    # generated: 4M of them (as bench_edges builds; the issue's figures are from there), so the
+    # first M meet conflicts and 3-way merges as often in every tree, not four times as often.
+    many, few = 4 * m, min(4 * m, args.small_files * 2 // 3)
     plan = {
-        "big": dict(files=args.files, changes=args.changes, patches=m, sizes=(10, m)),
+        "big": dict(files=args.files, changes=args.changes, patches=many, sizes=(10, m, many)),
         "small": dict(files=args.small_files, changes=min(args.changes, args.small_files // 10),
-                      patches=10, sizes=(10,)),
-        "huge": dict(files=args.big_files, changes=args.changes, patches=50, sizes=(50,)),
+                      patches=few, sizes=(10, few)),
+        "huge": dict(files=args.big_files, changes=args.changes, patches=many, sizes=(many,)),
     }  # fmt: skip
     built = {}
     for name, sizes in plan.items():
