@@ -26,6 +26,7 @@ kernel's own figure). Bytecode is compiled first. Run by hand, not in CI.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -176,22 +177,27 @@ def row(*cells: object) -> str:
     return "  ".join(f"{c!s:<{w}}" for c, w in zip(cells, widths, strict=False)).rstrip()
 
 
-def update_patch_set(upstream: Upstream, install: Path, root: Path) -> Path:
+def update_patch_set(
+    upstream: Upstream, install: Path, root: Path, pk: list[str], env: dict[str, str]
+) -> Path:
     """Ten patches that apply on both the tag before the newest and the newest (an update
-    everyone would call green), with the bare updater as [update] command."""
-    sys.path.insert(0, str(HERE.parent.parent))
-    from patchkeeper.engine.checking import check_refs
-    from patchkeeper.patchset.load import load_patch_set
-
+    everyone would call green), with the bare updater as [update] command. Chosen by the
+    measured patchkeeper's own `check --format json` (its documented schema, not its code)."""
     largest = upstream.patch_sets[max(upstream.patch_sets)]
-    patch_set = load_patch_set(largest)
-    reports = check_refs(upstream.install, patch_set, upstream.tags[-2:])
-    good = [
-        result.name
-        for result, newer in zip(reports[0].results, reports[1].results, strict=True)
-        if result.outcome in ("applied", "applied-offset")
-        and newer.outcome in ("applied", "applied-offset")
-    ][:10]
+    refs = [word for tag in upstream.tags[-2:] for word in ("--ref", tag)]
+    answer = subprocess.run(
+        [*pk, "check", "--install", str(upstream.install), "--patches", str(largest), *refs,
+         "--format", "json"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    targets = json.loads(answer.stdout)["targets"]
+    clean = [
+        {p["name"] for p in target["patches"] if p["outcome"] in ("applied", "applied-offset")}
+        for target in targets
+    ]
+    names = (largest / "series").read_text().split()
+    good = [name.removesuffix(".patch") for name in names]
+    good = [name for name in good if all(name in ok for ok in clean)][:10]
     folder = root / "patches-update"
     folder.mkdir(exist_ok=True)
     for name in good:
@@ -314,7 +320,7 @@ def update_pair(bench: Bench, upstream: Upstream, pk: list[str]) -> tuple[Measur
     install = upstream.root / "install-update"
     if not install.exists():
         subprocess.run(["git", "clone", "-q", str(upstream.origin), str(install)], check=True)
-    patches = update_patch_set(upstream, install, upstream.root)
+    patches = update_patch_set(upstream, install, upstream.root, pk, bench.env)
     count = len((patches / "series").read_text().split())
     before = upstream.tags[-2]
 
