@@ -258,8 +258,7 @@ def report(args: argparse.Namespace, root: Path, up: dict[str, Upstream], built:
             bench.env = {k: v for k, v in with_code.items() if where == "this venv" or
                          k != "PYTHONPATH"}  # fmt: skip
             for way, command in ways:
-                a, b = bench.pair([*command, "--version"], [str(python), "-c", "pass"], root,
-                                  count=False)  # fmt: skip
+                a, b = bench.pair([*command, "--version"], [str(python), "-c", "pass"], root)
                 ratio_row(f"--version, {way}, {where}", a, "python -c pass, same python", b, 1.3)
         bench.env = with_code
     m = args.patches
