@@ -1,7 +1,7 @@
 """Issue 30's targets, each as a paired ratio against its floor, in one run:
 
-    python tests/benchmarks/bench_issue30.py               # the full run (about 15 minutes)
-    python tests/benchmarks/bench_issue30.py --quick       # small trees, 3 runs (about a minute)
+    python tests/benchmarks/bench_issue30.py               # the full run (7 to 10 minutes)
+    python tests/benchmarks/bench_issue30.py --quick       # small trees, 3 runs (a minute or two)
 
 Rows (A against B; the issue's target in brackets):
 
