@@ -35,18 +35,16 @@ def set_aside(ctx: RunContext) -> str:
     head_tree = state.head_tree or trees.tree_of(repo, head)
     if snapshot == head_tree and not records and not index_dirty:
         return "the tree is clean: nothing to set aside"
-    # Where the snapshot is not HEAD's tree: one diff (the snapshot's own, or asked while the
-    # snapshot is kept) tells what the records made of each path, and, read from the other
-    # side, what the tree write below changes.
-    if state.listed is not None:
-        known = state.listed
-        listed_of = lambda: known  # noqa: E731
-    else:
-        listed_of = meanwhile(list_tree_diff, repo, head_tree, snapshot)
+    # Where the snapshot is not HEAD's tree: one diff tells what the records made of each
+    # path, and, read from the other side, what the tree write below changes. A snapshot
+    # made from the dirty paths says it; else it is asked while the snapshot is kept.
+    listed_of = None if state.listed is not None else meanwhile(
+        list_tree_diff, repo, head_tree, snapshot
+    )  # fmt: skip
     _backup_state(ctx)
     _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
     jr.checkpoint("3.1")
-    listed = listed_of()
+    listed = state.listed if listed_of is None else listed_of()
     edits_tree = _strip_patches(ctx, snapshot, head_tree, records, tree_changes(listed))
     if edits_tree != head_tree:
         message = f"patchkeeper: your edits, set aside by update {ctx.journal.id}"
