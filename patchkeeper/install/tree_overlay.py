@@ -21,7 +21,7 @@ from patchkeeper.install.tree_changes import Listed
 
 Entry = tuple[str, str] | None  # (mode, object id) of a path in a tree; None: absent
 _TREE = b"40000"
-_KINDS = {b"40000": "tree", b"160000": "commit"}  # any other mode names a blob
+_KINDS = {b"40000": b"tree", b"160000": b"commit"}  # any other mode names a blob
 
 
 @dataclass(frozen=True)
@@ -132,10 +132,12 @@ def overlay(repo: Path, base: str, changes: Mapping[str, Entry]) -> Overlaid | N
             content[folder].pop(key, None)
         else:
             content[folder][key] = (entry[0].encode(), bytes.fromhex(entry[1]))
-    written: list[tuple[str, str]] = []  # (id, mktree input), the deepest first
+    written: list[tuple[str, bytes]] = []  # (id, mktree input), the deepest first
     for folder in reversed(folders):
         entries = content[folder]
         parent, _, name = folder.rpartition("/")
+        if entries == found[folder]:
+            continue  # unchanged after all: BASE holds it, and its parent names it already
         if not entries:
             if not folder:
                 return None  # every file taken out: left to git's own route
@@ -145,19 +147,16 @@ def overlay(repo: Path, base: str, changes: Mapping[str, Entry]) -> Overlaid | N
         sha = digest(b"tree %d\0" % len(body) + body).hexdigest()
         if folder:
             content[parent][name.encode(errors="surrogateescape")] = (_TREE, bytes.fromhex(sha))
-        if found[folder] is not None and found[folder] == entries:
-            continue  # unchanged after all: BASE holds it already
-        lines = "".join(
-            f"{mode.decode()} {_KINDS.get(mode, 'blob')} {oid.hex()}\t"
-            f"{entry_name.decode(errors='surrogateescape')}\0"
+        lines = b"".join(
+            b"%s %s %s\t%s\0" % (mode, _KINDS.get(mode, b"blob"), oid.hex().encode(), entry_name)
             for entry_name, (mode, oid) in entries.items()
         )
-        written.append((sha, lines + "\0"))
+        written.append((sha, lines + b"\0"))
     listed = _listed(changes, found)
     if not written:
         return Overlaid(root, root, listed)
-    query = "".join(lines for _, lines in written).encode(errors="surrogateescape")
-    answer = git.run(["mktree", "-z", "--batch"], repo, stdin=query).stdout.decode().split()
-    if answer != [sha for sha, _ in written]:
+    query = b"".join(lines for _, lines in written)
+    made = git.run(["mktree", "-z", "--batch"], repo, stdin=query, check=False)
+    if made.returncode != 0 or made.stdout.decode().split() != [sha for sha, _ in written]:
         return None
     return Overlaid(root, written[-1][0], listed)
