@@ -129,16 +129,6 @@ class ScratchIndex:
             entries.append(f"{'100755' if executable else '100644'} {sha}\t{path}\0")
         self.add_entries("".join(entries).encode(errors="surrogateescape"))
 
-    def entries(self) -> dict[str, tuple[str, str]]:
-        """Every entry of this index: path -> (mode, blob id), one `ls-files -s`."""
-        found: dict[str, tuple[str, str]] = {}
-        for record in self._git(["ls-files", "-s", "-z"]).stdout.split(b"\0"):
-            if record:
-                info, _, name = record.partition(b"\t")
-                mode, sha, _ = info.decode().split(" ")
-                found[name.decode(errors="surrogateescape")] = (mode, sha)
-        return found
-
     def read_file(self, path: str) -> bytes | None:
         """The content this index holds for PATH, or None when it holds none."""
         proc = self._git(["cat-file", "blob", f":{path}"], check=False)
@@ -217,6 +207,18 @@ class ScratchIndex:
         limit = ["--", *paths] if paths else []
         args = ["diff", "--binary", "--full-index", "--no-renames", old, new, *limit]
         return self._git(args).stdout
+
+
+def index_entries(index: ScratchIndex) -> dict[str, tuple[str, str]]:
+    """Every entry of INDEX: path -> (mode, blob id), one `ls-files -s`."""
+    found: dict[str, tuple[str, str]] = {}
+    listing = git.run(["ls-files", "-s", "-z"], index.repo, env=index.env).stdout
+    for record in listing.split(b"\0"):
+        if record:
+            info, _, name = record.partition(b"\t")
+            mode, sha, _ = info.decode().split(" ")
+            found[name.decode(errors="surrogateescape")] = (mode, sha)
+    return found
 
 
 def _blobs_in(output: bytes, names: list[str], repo: Path) -> dict[str, bytes]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkeeper.install import git
-from patchkeeper.install.scratch import scratch_index
+from patchkeeper.install.scratch import index_entries, scratch_index
 from patchkeeper.install.tree_overlay import Entry, Overlaid, overlay
 
 _GITLINK = "160000"
@@ -112,7 +112,7 @@ def _linked(repo: Path, paths: dict[str, str]) -> dict[str, Entry]:
         query = "".join(f"{path}\0" for path in paths).encode(errors="surrogateescape")
         git.run(["update-index", "-z", "--add", "--remove", "--stdin"], repo,
                 env=index.env, stdin=query)  # fmt: skip
-        taken = index.entries()
+        taken = index_entries(index)
     return {path: taken.get(path) for path in paths}
 
 

@@ -9,7 +9,7 @@ from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install import git, trees
 from patchkeeper.install import journal as jr
 from patchkeeper.install.meanwhile import meanwhile
-from patchkeeper.install.scratch import ScratchIndex, plain_index, scratch_index
+from patchkeeper.install.scratch import ScratchIndex, index_entries, plain_index, scratch_index
 from patchkeeper.install.state import (
     APPLIED_FILE,
     WRITTEN_DIR,
@@ -152,7 +152,7 @@ def _put_back(ctx: RunContext, snapshot: str, paths: list[str], index: ScratchIn
     """The snapshot with PATHS as INDEX (which holds those paths alone) holds them, absent
     where it holds none: the folders on their way written again, or, when that cannot be
     done (tree_overlay.py), the whole snapshot read into an index."""
-    entries = index.entries()
+    entries = index_entries(index)
     made = overlay(ctx.install.path, snapshot, {path: entries.get(path) for path in paths})
     if made is not None:
         return made.tree
