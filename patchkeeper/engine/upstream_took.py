@@ -19,6 +19,7 @@ person porting it. Nothing is ever written with fuzz.
 
 from __future__ import annotations
 
+from patchkeeper.engine.could_apply import fuzz_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, is_telling
 from patchkeeper.install.scratch import ScratchIndex
@@ -67,5 +68,5 @@ def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> Ups
     found = sum(h.added_present + h.removed_gone for h in hunks)
     total = sum(h.added + h.removed for h in hunks)
     appears = found >= EVIDENCE and found >= TOOK_SHARE * total
-    fuzz = index.apply(diff, "--check", "-C1").returncode == 0
+    fuzz = fuzz_could_apply(diff, contents) and index.apply(diff, "--check", "-C1").returncode == 0
     return UpstreamTook(tuple(hunks), appears, fuzz)
