@@ -20,6 +20,7 @@ from patchkeeper.engine.apply_output import (
     stderr_blocks,
 )
 from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.failed_stream import judge_stream
 from patchkeeper.engine.judge import (
     describe,
     has_it_outcome,
@@ -93,6 +94,11 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         for item in items:
             try_alone(state, *item)
         return
+    if proc.returncode != GIT_FATAL:
+        left = judge_stream(state, items, proc.stderr)
+        if left is not None:
+            run_batch(state, left)
+            return
     failed = set(failed_files(proc.stderr))
     suspects = {i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)}
     if not suspects:  # git named nothing we know (a corrupt patch): halve

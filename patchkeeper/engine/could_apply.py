@@ -27,8 +27,12 @@ _NOT_PLAIN = (
 _BLANKS = b" \t\r\n\v\f"
 
 
-def _plain(header: bytes) -> bool:
-    return not any(line.startswith(_NOT_PLAIN) for line in header.split(b"\n"))
+def plain_section(header: bytes) -> bool:
+    """Whether a file section's HEADER changes a regular file's content and nothing else (a
+    file it creates counts; a deletion, rename, copy, mode change, symlink or binary does
+    not)."""
+    lines = header.split(b"\n")
+    return not any(line.startswith(_NOT_PLAIN) or line.endswith(b" 120000") for line in lines)
 
 
 def _squeezed(line: bytes) -> bytes:
@@ -68,7 +72,7 @@ def _stands(run: list[bytes], where: dict[bytes, list[int]], lines: list[bytes])
 def _could(diff: bytes, contents: dict[str, bytes], pattern) -> bool:
     for path, header, hunks in split_hunks(diff):
         content = contents.get(path)
-        if content is None or not _plain(header):
+        if content is None or not plain_section(header):
             return True  # not read, or not a plain change: git decides
         lines = [_squeezed(line) for line in content.split(b"\n")]
         where: dict[bytes, list[int]] = {}
