@@ -20,7 +20,7 @@ from patchkeeper.engine.apply_output import (
     stderr_blocks,
 )
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.failed_stream import judge_stream
+from patchkeeper.engine.failed_stream import judge_stream, reverse_checks
 from patchkeeper.engine.judge import (
     describe,
     has_it_outcome,
@@ -31,7 +31,6 @@ from patchkeeper.engine.judge import (
 from patchkeeper.engine.merging import merge_together
 from patchkeeper.engine.sharing import item_groups
 from patchkeeper.engine.state import Item, Judging, TrialState
-from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import Patch, PatchFile
 
@@ -152,7 +151,7 @@ def _judge_batch_failures(
         return
     reverse: dict[int, bool] = {}
     if len(known) > 1:
-        reverse = _reverse_checks(index, [variant for (_, variant, _), _ in known])
+        reverse = reverse_checks(index, [variant for (_, variant, _), _ in known])
     left = [i for i in range(len(known)) if reverse.get(i) is False]
     merged: dict[int, bool] = {}
     refused: dict[int, Refusal] = {}
@@ -184,26 +183,3 @@ def _judge_batch_failures(
             contents, refused.get(i), state.blobs, merge_has_it_outcome(state, variant),
         )  # fmt: skip
         describe(state, patch, variant, result)
-
-
-def _reverse_checks(index: ScratchIndex, variants: list[PatchFile]) -> dict[int, bool]:
-    """Whether each of VARIANTS (no two share a file) would reverse-apply, as far as two
-    `git apply --check --reverse` runs tell: all of them, then those git did not name.
-    Where that does not settle it, the index is left out (the caller asks alone)."""
-    proc = index.apply(b"".join(v.diff for v in variants), "--check", "--reverse")
-    if proc.returncode == 0:
-        return dict.fromkeys(range(len(variants)), True)
-    named = set(failed_files(proc.stderr))
-    if proc.returncode == GIT_FATAL or not named:
-        return {}
-    failed = {i for i, v in enumerate(variants) if named.intersection(v.files)}
-    rest = [i for i in range(len(variants)) if i not in failed]
-    answers = dict.fromkeys(failed, False)
-    if not rest:
-        return answers
-    if len(rest) == 1:
-        return answers  # one left: asking it alone costs the same
-    again = index.apply(b"".join(variants[i].diff for i in rest), "--check", "--reverse")
-    if again.returncode == 0:
-        answers.update(dict.fromkeys(rest, True))
-    return answers

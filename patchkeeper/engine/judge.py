@@ -103,6 +103,7 @@ def judge_failed(
     refused: Refusal | None = None,
     blobs: BlobCheck | None = None,
     merge_has_it: HasIt | None = None,
+    fuzz: bool | None = None,
 ) -> None:
     """A patch whose forward apply failed (git said FORWARD, not a fatal error): already
     there (reverse applies), merged in 3-way, or a conflict with its failing hunks.
@@ -111,7 +112,8 @@ def judge_failed(
     MERGED (the 3-way merge is in the index already when True), CONTENTS (the index's
     content of the failed files), REFUSED (why a clean 3-way merge was dropped). BLOBS
     skips a 3-way attempt that cannot merge (no preimage blob). MERGE_HAS_IT: the outcome
-    when a clean merge would write the change a second time (default: HAS_IT_OUTCOME)."""
+    when a clean merge would write the change a second time (default: HAS_IT_OUTCOME). FUZZ:
+    whether quilt's fuzz would apply it, when the caller asked already (upstream_took.py)."""
     diff = patch_file.diff
     files = failed_files(forward)
     can_merge = True
@@ -156,7 +158,8 @@ def judge_failed(
     result.detail = refused.detail if refused else f"does not apply to {names}"
     from patchkeeper.engine.upstream_took import measure  # only a conflict is measured
 
-    result.upstream_took = measure(index, diff, {**dict.fromkeys(asked, b""), **(contents or {})})
+    known = {**dict.fromkeys(asked, b""), **(contents or {})}
+    result.upstream_took = measure(index, diff, known, fuzz)
     if result.upstream_took is not None and (qualifier := result.upstream_took.qualifier()):
         result.detail = f"{result.detail}; {qualifier}"
 

@@ -49,9 +49,12 @@ def _hunk_held(path: str, number: int, hunk: bytes, present: set[str]) -> HunkHe
     )
 
 
-def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> UpstreamTook | None:
+def measure(
+    index: ScratchIndex, diff: bytes, contents: dict[str, bytes], fuzz: bool | None = None
+) -> UpstreamTook | None:
     """How much of DIFF the target on INDEX holds (CONTENTS: the files the caller has read
-    already); None when no hunk has a telling line."""
+    already); None when no hunk has a telling line. FUZZ: whether `git apply --check -C1`
+    succeeds here, when the caller asked already."""
     sections = split_hunks(diff)
     unread = [path for path, _, _ in sections if path not in contents]
     if unread:
@@ -68,5 +71,8 @@ def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> Ups
     found = sum(h.added_present + h.removed_gone for h in hunks)
     total = sum(h.added + h.removed for h in hunks)
     appears = found >= EVIDENCE and found >= TOOK_SHARE * total
-    fuzz = fuzz_could_apply(diff, contents) and index.apply(diff, "--check", "-C1").returncode == 0
+    if fuzz is None:
+        fuzz = (
+            fuzz_could_apply(diff, contents) and not index.apply(diff, "--check", "-C1").returncode
+        )
     return UpstreamTook(tuple(hunks), appears, fuzz)
