@@ -25,6 +25,7 @@ _NOT_PLAIN = (
     b"deleted file mode", b"GIT binary patch", b"Binary files",
 )  # fmt: skip
 _BLANKS = b" \t\r\n\v\f"
+_BLANKS_IN_LINE = b" \t\r\v\f"  # a file keeps its line breaks
 
 
 def plain_section(header: bytes) -> bool:
@@ -59,14 +60,12 @@ def _sides(hunk: bytes) -> list[tuple[bytes, bytes]] | None:
     return body
 
 
-def _stands(run: list[bytes], where: dict[bytes, list[int]], lines: list[bytes]) -> bool:
-    """Whether RUN stands as consecutive lines of LINES (WHERE: each line's positions). An
-    empty run says nothing: True."""
+def _stands(run: list[bytes], text: bytes) -> bool:
+    """Whether RUN (lines without blanks) stands as consecutive lines of TEXT (a file without
+    blanks, "\n" before and after). An empty run says nothing: True."""
     while run and run[-1] == b"":
         run = run[:-1]
-    if not run:
-        return True
-    return any(lines[at : at + len(run)] == run for at in where.get(run[0], ()))
+    return not run or b"\n" + b"\n".join(run) + b"\n" in text
 
 
 def _could(diff: bytes, contents: dict[str, bytes], pattern) -> bool:
@@ -74,15 +73,12 @@ def _could(diff: bytes, contents: dict[str, bytes], pattern) -> bool:
         content = contents.get(path)
         if content is None or not plain_section(header):
             return True  # not read, or not a plain change: git decides
-        lines = [_squeezed(line) for line in content.split(b"\n")]
-        where: dict[bytes, list[int]] = {}
-        for number, line in enumerate(lines):
-            where.setdefault(line, []).append(number)
+        text = b"\n" + content.translate(None, _BLANKS_IN_LINE) + b"\n"
         for hunk in hunks:
             body = _sides(hunk)
             if body is None:
                 return True
-            if not _stands(pattern(body), where, lines):
+            if not _stands(pattern(body), text):
                 return False
     return True
 
