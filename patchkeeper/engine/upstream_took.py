@@ -19,6 +19,8 @@ person porting it. Nothing is ever written with fuzz.
 
 from __future__ import annotations
 
+import functools
+
 from patchkeeper.engine.could_apply import fuzz_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, is_telling
@@ -49,6 +51,12 @@ def _hunk_held(path: str, number: int, hunk: bytes, present: set[str]) -> HunkHe
     )
 
 
+@functools.lru_cache(maxsize=16)
+def _stripped_lines(content: bytes) -> frozenset[str]:
+    """A file's lines, blanks at either end taken off, once per content."""
+    return frozenset(line.strip() for line in content.decode(errors="replace").split("\n"))
+
+
 def measure(
     index: ScratchIndex, diff: bytes, contents: dict[str, bytes], fuzz: bool | None = None
 ) -> UpstreamTook | None:
@@ -61,8 +69,7 @@ def measure(
         contents = {**contents, **index.read_files(unread)}
     hunks: list[HunkHeld] = []
     for path, _, raw_hunks in sections:
-        text = contents.get(path, b"").decode(errors="replace")
-        present = {line.strip() for line in text.split("\n")}
+        present = _stripped_lines(contents.get(path, b""))
         for number, hunk in enumerate(raw_hunks, 1):
             if (held := _hunk_held(path, number, hunk, present)) is not None:
                 hunks.append(held)
