@@ -1,11 +1,13 @@
 """Batches: patches that need no special handling, applied as ONE concatenated stream.
 
 `git apply` applies a stream's patches in order, each on the result of the ones before, and
-all or nothing. When the stream fails, git names the files that failed; the batch is split
-there (or halved when it cannot tell) and every patch that failed is judged as it would be
-alone: those alone in their group from what git said about their files, with one reverse
-check and one 3-way merge for all of them where the answers allow, the others tried alone.
-So the results are the one-by-one results by construction (`tests/test_batch.py`).
+all or nothing. When the stream fails, it is first read patch by patch (failed_stream.py:
+every conflict of the round diagnosed at once). Where git's words cannot be told apart per
+patch, git names the files that failed; the batch is split there (or halved when it cannot
+tell) and every patch that failed is judged as it would be alone: those alone in their group
+from what git said about their files, with one reverse check and one 3-way merge for all of
+them where the answers allow, the others tried alone. So the results are the one-by-one
+results by construction (`tests/test_batch.py`).
 """
 
 from __future__ import annotations
