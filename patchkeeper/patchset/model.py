@@ -137,8 +137,8 @@ class Patch:
         A variant that cannot be read is chosen first: its range is unknown, so it may be
         the one for VERSION, and the patch is `invalid` rather than quietly another variant.
         """
-        if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
-            return (unread,)
+        if self._unread is not None:
+            return (self._unread,)
         chosen = self.choose(version)
         if self.complete is None:
             return chosen
@@ -168,6 +168,11 @@ class Patch:
     @cached_property
     def _completed(self) -> dict[Path, PatchFile]:
         return {}
+
+    @cached_property
+    def _unread(self) -> PatchFile | None:
+        """The first variant that cannot be read (asked once: the variants never change)."""
+        return next((v for v in self.variants if v.invalid is not None), None)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,86 @@
+"""JSON text byte for byte as `json.dumps(value, indent=2, default=str)` writes it, made by the
+C encoder.
+
+The standard library encodes with `indent` in pure Python, a generator step per value: a
+`check` over many refs spent more time there than judging. Here each container whose items
+are all plain (a string, number, boolean, null, or an empty list or object) is one call of the
+C encoder, its item separator carrying the line break and the indent of its depth; only the
+containers that hold other containers are walked in Python. A key that is not a string (which
+the standard encoder turns into one) sends its object through the standard encoder, so every
+value comes out exactly as before.
+
+`Encoded` is a value made once and written wherever it stands again (`check`'s outcomes on
+refs whose tree was judged already: the same list, said once).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_PLAIN = (str, int, float, bool, type(None))
+_PAD = "  "
+
+
+class Encoded:
+    """A value encoded once; written at any depth from its text at the top level."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, value: Any) -> None:
+        self._at = {0: indented(value)}
+
+    @classmethod
+    def text(cls, text: str) -> Encoded:
+        """The value whose text at the top level is TEXT (made by `indented`)."""
+        made = cls.__new__(cls)
+        made._at = {0: text}
+        return made
+
+    def at(self, level: int) -> str:
+        if level not in self._at:
+            self._at[level] = self._at[0].replace("\n", "\n" + _PAD * level)
+        return self._at[level]
+
+
+_encoders: dict[int, json.JSONEncoder] = {}
+
+
+def _flat_encoder(level: int) -> json.JSONEncoder:
+    """The encoder of a container whose items stand at LEVEL + 1 and hold no containers."""
+    if level not in _encoders:
+        separators = (",\n" + _PAD * (level + 1), ": ")
+        _encoders[level] = json.JSONEncoder(separators=separators, default=str)
+    return _encoders[level]
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, _PLAIN) or (isinstance(value, (list, tuple, dict)) and not value)
+
+
+def indented(value: Any, level: int = 0) -> str:
+    """VALUE as `json.dumps(value, indent=2, default=str)` writes it, its lines after the
+    first starting with LEVEL indents (the text of a value nested LEVEL deep)."""
+    if isinstance(value, Encoded):
+        return value.at(level)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if not all(type(key) is str for key in value):
+            return json.dumps(value, indent=2, default=str).replace("\n", "\n" + _PAD * level)
+        items = value.values()
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        items = value
+    else:
+        return json.dumps(value, default=str)
+    inner, outer = "\n" + _PAD * (level + 1), "\n" + _PAD * level
+    if all(map(_plain, items)):
+        text = _flat_encoder(level).encode(value)
+        return text[0] + inner + text[1:-1] + outer + text[-1]
+    if isinstance(value, dict):
+        parts = [f"{json.dumps(key)}: {indented(item, level + 1)}" for key, item in value.items()]
+        return "{" + inner + ("," + inner).join(parts) + outer + "}"
+    parts = [indented(item, level + 1) for item in value]
+    return "[" + inner + ("," + inner).join(parts) + outer + "]"
