@@ -106,6 +106,22 @@ def diff_starts(lines: list[str], index: int) -> bool:
     )
 
 
+# A line that starts a diff (`diff_starts`) in a file's bytes: ASCII digits only, so every
+# match is a start `diff_starts` sees too, while a hunk written in other digits is left to it.
+_DIFF_START_RE = re.compile(
+    rb"^(?:diff --git |--- [^\n]*\n\+\+\+ [^\n]*\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)", re.M
+)
+
+
+def header_end(data: bytes) -> int | None:
+    """Where a line that starts a diff ends its match in DATA (a patch file's beginning), or
+    None while DATA holds none: `parse_header` reads the same header from DATA up to there as
+    from the whole file, since it stops at the first line that starts a diff (this one, or an
+    earlier one whose two next lines are in DATA too)."""
+    match = _DIFF_START_RE.search(data)
+    return None if match is None else match.end()
+
+
 def _quilt_index(lines: list[str], index: int) -> bool:
     """quilt's `Index: FILE` line with its `====` rule below: the first file's diff begins."""
     return (
