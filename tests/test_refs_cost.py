@@ -13,6 +13,7 @@ functions (git still runs).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,24 @@ def test_a_variant_not_chosen_is_read_up_to_its_diff(
     assert read["v1.patch"] > len(diff)  # chosen: its header, then the whole file
     code, document = run_json("check", "--install", repo, "--patches", root, "--ref", "v1.5")
     assert (code, outcomes(document)) == (0, {"fix": "applied"})
+
+
+def test_the_c_made_text_is_the_standard_indented_text_for_every_kind_of_value() -> None:
+    from patchkeeper.report.json_text import Encoded, indented
+
+    inner = {"a": [1, 2.5, None, True], "b": {}, "c": [], "d": 'é\n"x"\t', "e": (1, "t")}
+    values: list[Any] = [
+        {}, [], "plain", 7, -0.0, float("nan"), float("inf"), None, False, Path("/a b"),
+        inner, [inner, [inner, []], {"k": [{}], "p": Path("x")}],
+        {1: "int key", None: "none key", 2.5: [1], False: {"x": 1}},
+        {"nested": {3: [1, {"y": 2}]}, "list": [[[]], [[1]], {"z": ()}]},
+    ]  # fmt: skip
+    for value in values:
+        standard = json.dumps(value, indent=2, default=str)
+        assert indented(value) == standard
+        assert indented(value, 3) == standard.replace("\n", "\n" + "  " * 3)
+    shared = Encoded([inner, {"q": [inner]}])
+    document = {"one": shared, "two": [shared, {"three": shared}]}
+    plain = {"one": [inner, {"q": [inner]}]}
+    plain["two"] = [plain["one"], {"three": plain["one"]}]
+    assert indented(document) == json.dumps(plain, indent=2)
