@@ -16,9 +16,11 @@ refs whose tree was judged already: the same list, said once).
 from __future__ import annotations
 
 import json
+import json.encoder
 from typing import Any
 
 _PLAIN = (str, int, float, bool, type(None))
+_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 _PAD = "  "
 
 
@@ -61,6 +63,13 @@ def _plain(value: Any) -> bool:
 def indented(value: Any, level: int = 0) -> str:
     """VALUE as `json.dumps(value, indent=2, default=str)` writes it, its lines after the
     first starting with LEVEL indents (the text of a value nested LEVEL deep)."""
+    kind = type(value)
+    if kind is str:
+        return _string(value)  # the C function the standard encoder calls for a string
+    if value is None or kind is bool:
+        return "null" if value is None else "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)  # what the standard encoder writes (a float may be NaN)
     if isinstance(value, Encoded):
         return value.at(level)
     if isinstance(value, dict):
@@ -80,7 +89,7 @@ def indented(value: Any, level: int = 0) -> str:
         text = _flat_encoder(level).encode(value)
         return text[0] + inner + text[1:-1] + outer + text[-1]
     if isinstance(value, dict):
-        parts = [f"{json.dumps(key)}: {indented(item, level + 1)}" for key, item in value.items()]
+        parts = [f"{_string(key)}: {indented(item, level + 1)}" for key, item in value.items()]
         return "{" + inner + ("," + inner).join(parts) + outer + "}"
     parts = [indented(item, level + 1) for item in value]
     return "[" + inner + ("," + inner).join(parts) + outer + "]"
