@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+from collections.abc import Callable
 from typing import Any
 
 _PLAIN = (str, int, float, bool, type(None))
@@ -45,19 +46,31 @@ class Encoded:
         return self._at[level]
 
 
-_encoders: dict[int, json.JSONEncoder] = {}
+_encoders: dict[int, Callable[[Any], str]] = {}
 
 
-def _flat_encoder(level: int) -> json.JSONEncoder:
-    """The encoder of a container whose items stand at LEVEL + 1 and hold no containers."""
+def _flat_encoder(level: int) -> Callable[[Any], str]:
+    """The encoder of a container whose items stand at LEVEL + 1 and hold no containers: the
+    C encoder's maker called once per depth where the interpreter has it (what
+    `JSONEncoder.encode` calls on every use), the same encoder through `encode` elsewhere."""
     if level not in _encoders:
         separators = (",\n" + _PAD * (level + 1), ": ")
-        _encoders[level] = json.JSONEncoder(separators=separators, default=str)
+        make = getattr(json.encoder, "c_make_encoder", None)
+        if make is None:
+            _encoders[level] = json.JSONEncoder(separators=separators, default=str).encode
+        else:
+            one = make({}, str, _string, None, separators[1], separators[0], False, False, True)
+            _encoders[level] = lambda value: "".join(one(value, 0))
     return _encoders[level]
 
 
-def _plain(value: Any) -> bool:
-    return isinstance(value, _PLAIN) or (isinstance(value, (list, tuple, dict)) and not value)
+_PLAIN_TYPES = frozenset(_PLAIN)
+
+
+def _flat(items: Any) -> bool:
+    """Whether ITEMS hold no container but an empty one (JSON has nothing to indent there)."""
+    others = [item for item in items if not isinstance(item, _PLAIN)]
+    return not any(others) and all(isinstance(item, (list, tuple, dict)) for item in others)
 
 
 def indented(value: Any, level: int = 0) -> str:
@@ -75,7 +88,7 @@ def indented(value: Any, level: int = 0) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        if not all(type(key) is str for key in value):
+        if not set(map(type, value)) <= {str}:
             return json.dumps(value, indent=2, default=str).replace("\n", "\n" + _PAD * level)
         items = value.values()
     elif isinstance(value, (list, tuple)):
@@ -85,8 +98,8 @@ def indented(value: Any, level: int = 0) -> str:
     else:
         return json.dumps(value, default=str)
     inner, outer = "\n" + _PAD * (level + 1), "\n" + _PAD * level
-    if all(map(_plain, items)):
-        text = _flat_encoder(level).encode(value)
+    if set(map(type, items)) <= _PLAIN_TYPES or _flat(items):
+        text = _flat_encoder(level)(value)
         return text[0] + inner + text[1:-1] + outer + text[-1]
     if isinstance(value, dict):
         parts = [f"{_string(key)}: {indented(item, level + 1)}" for key, item in value.items()]
