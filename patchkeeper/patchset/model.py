@@ -82,7 +82,9 @@ class PatchFile:
     applies_to: SpecifierSet | None
     upstream_fixed_in: SpecifierSet | None
     smoke: tuple[str, ...]
-    source: bytes = field(repr=False)  # the file's bytes as read (b"" when it could not be)
+    # The file's bytes as read (b"" when it could not be); for a variant `check` has not
+    # chosen yet, only its header's (`Patch.complete` reads the rest): check never hashes it.
+    source: bytes = field(repr=False)
     upstream_has: tuple[ContentCondition, ...] = ()  # all must hold upstream: it has the fix
     header: Header = field(default_factory=Header.none)  # every field, as written; free text
     warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
