@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install import git
-from patchkeeper.install.tree_changes import Listed
+from patchkeeper.install.tree_diff import Listed
 
 Entry = tuple[str, str] | None  # (mode, object id) of a path in a tree; None: absent
 _TREE = b"40000"
@@ -27,7 +27,7 @@ _KINDS = {b"40000": b"tree", b"160000": b"commit"}  # any other mode names a blo
 @dataclass(frozen=True)
 class Overlaid:
     """A tree made by `overlay`: BASE's tree id, the new tree's, and the raw diff between
-    the two (`git diff-tree -r` of them, in git's order: what tree_changes.list_tree_diff
+    the two (`git diff-tree -r` of them, in git's order: what tree_diff.list_tree_diff
     would say, told from the entries read, no process)."""
 
     base: str

@@ -14,7 +14,7 @@ from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.snapshot import worktree_snapshot
 from patchkeeper.install.tempfolders import temporary_folder
-from patchkeeper.install.tree_changes import Listed
+from patchkeeper.install.tree_diff import Listed
 
 _TOOL_ID = {
     "GIT_AUTHOR_NAME": "patchkeeper",
@@ -41,7 +41,7 @@ def worktree_tree(install: Install, also: Iterable[str] = (), head: str | None =
 class WorktreeState:
     """The work tree as a tree object (TREE), and whether the install's index differs from
     HEAD (STAGED). Made from HEAD's tree (HEAD_TREE) by the dirty paths alone, LISTED says
-    what differs between the two (as `tree_changes.list_tree_diff` would); both None when
+    what differs between the two (as `tree_diff.list_tree_diff` would); both None when
     the whole tree was read instead."""
 
     tree: str

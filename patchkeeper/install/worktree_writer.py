@@ -38,7 +38,8 @@ from pathlib import Path
 
 from patchkeeper.install.checkout import Install
 from patchkeeper.install.path_writer import put_all
-from patchkeeper.install.tree_changes import Listed, changes_between
+from patchkeeper.install.tree_changes import changes_between
+from patchkeeper.install.tree_diff import Listed
 from patchkeeper.install.tree_write_journal import clear_journal, save_journal
 from patchkeeper.install.trees import MergePreview, changed_paths
 from patchkeeper.model.errors import EnvironmentProblem
@@ -57,7 +58,7 @@ def write_trees(
 ) -> list[str]:
     """Turn the work tree at ROOT from OLD_TREE into NEW_TREE (see the module docstring);
     ENV reads the trees (a scratch index's private objects); LISTED is their diff when the
-    caller has it (`tree_changes.list_tree_diff`). Returns the paths written."""
+    caller has it (`tree_diff.list_tree_diff`). Returns the paths written."""
     changes = changes_between(root, old_tree, new_tree, paths, env=env, listed=listed)
     if not changes:
         return []

@@ -17,7 +17,7 @@ from patchkeeper.install.state import (
     save_applied,
     written_diff,
 )
-from patchkeeper.install.tree_changes import list_tree_diff, reversed_diff
+from patchkeeper.install.tree_diff import list_tree_diff, reversed_diff
 from patchkeeper.install.tree_overlay import overlay
 from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model import outcomes as oc
