@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from patchkeeper.install import trees
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout import tree_objects as trees
+from patchkeeper.install.checkout.install import open_install
 from tests.helpers import (
     GIT_ID,
     NO_CHECK,

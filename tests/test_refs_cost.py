@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from patchkeeper.engine import checking
-from patchkeeper.install import git as git_module
+from patchkeeper.install.plumbing import git as git_module
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.model import Patch
 from tests.helpers import diff_of, git, make_repo, outcomes, patch_text, run_json

@@ -16,7 +16,7 @@ from patchkeeper.commands.common import (
     wait_option,
     write_metrics,
 )
-from patchkeeper.install.lock import install_lock
+from patchkeeper.install.locks.install_lock import install_lock
 from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json
 from patchkeeper.report.tree import render_tree, tree_json

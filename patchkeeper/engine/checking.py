@@ -24,10 +24,10 @@ from packaging.version import Version
 from patchkeeper.engine.classify import classify
 from patchkeeper.engine.memo import TrialMemo
 from patchkeeper.engine.ref_content import upstream_has_contents
-from patchkeeper.install import git
-from patchkeeper.install.meanwhile import meanwhile
-from patchkeeper.install.scratch import TreeListings
-from patchkeeper.install.version_chain import ref_versions
+from patchkeeper.install.checkout.version_chain import ref_versions
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.meanwhile import meanwhile
+from patchkeeper.install.plumbing.scratch_index import TreeListings
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile, PatchSet, spec_contains
@@ -140,7 +140,7 @@ def check_refs(
     batch: bool | None = None,
 ) -> list[RefReport]:
     """How every patch fares on each of REFS; each ref's version from SETTINGS' version
-    sources at that ref (install/version_chain.py; no settings: describe). PROGRESS(done,
+    sources at that ref (install/checkout/version_chain.py; no settings: describe). PROGRESS(done,
     total, ref) is called after each ref. REUSE and BATCH off: every patch tried alone on
     every ref (the same results, slower)."""
     refs = list(refs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from patchkeeper.install.tree_diff import Listed
+from patchkeeper.install.plumbing.tree_diff import Listed
 
 Entry = tuple[str, str] | None  # (mode, blob) of a path in a tree, None where it is absent
 _FILE_MODES = {"100644", "100755"}

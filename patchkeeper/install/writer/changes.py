@@ -1,10 +1,10 @@
 """What a tree write changes: one `Change` per path, read from two trees and from the disk.
 
-The first step of the work tree writer (worktree_writer.py), kept apart because it only reads:
+The first step of the work tree writer (writer/write.py), kept apart because it only reads:
 `changes_between` lists the paths two trees differ in, reads their new content from git's
 object store and their old content from the work tree, and refuses (nothing written yet) when
-the disk is not what the old tree says. `on_disk` is also how `settle` (settle.py) tells, after
-a kill, whether a path holds its old content, its new one, or someone else's.
+the disk is not what the old tree says. `on_disk` is also how `settle` (writer/settle.py) tells,
+after a kill, whether a path holds its old content, its new one, or someone else's.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.tree_diff import Listed, list_tree_diff
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.tree_diff import Listed, list_tree_diff
 
 FILE, EXECUTABLE, SYMLINK = "100644", "100755", "120000"
 _GITLINK = "160000"

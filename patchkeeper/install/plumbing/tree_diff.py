@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from patchkeeper.install import git
+from patchkeeper.install.plumbing import git
 
 # One path of a raw tree diff: (path, old mode, new mode, old blob, new blob); an absent
 # side has mode 000000 and the all-zero id, as `git diff-tree --raw` says it.
