@@ -13,7 +13,7 @@ from patchkeeper.commands.common import (
     metrics_option,
     open_workspace,
     patches_option,
-    wait_option,
+    recover_wait_option,
     write_metrics,
 )
 from patchkeeper.install.locks.install_lock import install_lock
@@ -64,7 +64,7 @@ def meaning(report: RecoverReport, code: int) -> str:
 )
 @install_option
 @patches_option
-@wait_option
+@recover_wait_option
 @json_option
 @metrics_option
 def command(
