@@ -64,8 +64,10 @@ def batchable(
     return not (trees and shared.intersection(variant.files))
 
 
-def run_batch(state: TrialState, items: list[Item]) -> None:
-    """Apply ITEMS in order, as few `git apply` runs as the answers allow."""
+def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> None:
+    """Apply ITEMS in order, as few `git apply` runs as the answers allow. LAST: nothing is
+    judged after them and no writer needs the index (no TREES), so a stream that applies is
+    only checked (`--check`: git says the same, and writes no blob nobody will read)."""
     if not items:
         return
     if len(items) == 1:
@@ -73,7 +75,9 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         return
     index = state.index
     saved = index.save()
-    proc = index.apply(b"".join(variant.diff for _, variant, _ in items))
+    only_check = last and not state.trees
+    stream = b"".join(variant.diff for _, variant, _ in items)
+    proc = index.apply(stream, "--check") if only_check else index.apply(stream)
     if proc.returncode == 0:
         sections = section_offsets(proc.stderr)
         counts = [len(_SECTION_RE.findall(variant.diff)) for _, variant, _ in items]
@@ -89,7 +93,7 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
             index.restore(saved)
             run_batch(state, items[:moved])
             try_alone(state, *items[moved])
-            run_batch(state, items[moved + 1 :])
+            run_batch(state, items[moved + 1 :], last=last)
             return
         index.restore(saved)  # git read the stream otherwise: one by one
         for item in items:
@@ -98,7 +102,7 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
     if proc.returncode != GIT_FATAL:
         left = judge_stream(state, items, proc.stderr)
         if left is not None:
-            run_batch(state, left)
+            run_batch(state, left, last=last)
             return
     failed = set(failed_files(proc.stderr))
     suspects = {i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)}

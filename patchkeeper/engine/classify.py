@@ -245,5 +245,5 @@ def _judge_in_order(
             run_batch(state, pending)
             pending = []
             results.append(classify_patch(state, patch, variant))
-    run_batch(state, pending)
+    run_batch(state, pending, last=True)
     return results
