@@ -17,8 +17,9 @@ wherever the stream's chain of results is the one judging patch by patch would g
 The round then applies the applied ones in one run, reads every failed patch's files and
 preimage blobs in one `cat-file --batch`, and judges each failed one (reverse check and
 fuzz hint only where the files do not rule them out: could_apply.py; a 3-way attempt where
-its preimages are at hand). A clean 3-way merge changes what the patches after it see: they
-wait for the next round. The waiting ones go on, in series order, on the index as it is.
+its preimages are at hand). A clean 3-way merge changes its files for the failed patches
+after it on them (and theirs for those after them): they wait for the next round, the others
+are judged in this one. The waiting ones go on, in series order, on the index as it is.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def judge_stream(state: TrialState, items: list[Item], stderr: bytes) -> list[It
 
 def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) -> list[int]:
     """Judge each FAILED patch in order on the index as it is; returns the failed ones left
-    for the next round (those after a clean 3-way merge)."""
+    for the next round (those on the files of a clean 3-way merge before them, and so on)."""
     if not failed:
         return []
     index = state.index
@@ -165,9 +166,18 @@ def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) ->
     attempted = (
         disjoint and sum(reverses.get(k) is False and m for k, m in enumerate(mergeable)) > 1
     )
+    # A clean merge changes its files for the failed patches after it on them, and those
+    # for the ones after them on theirs: they wait for the next round. The others' content
+    # is as the stream saw it: they are judged in this one.
+    changed: set[str] = set()
+    left: list[int] = []
     for k, (number, _) in enumerate(failed):
         patch, variant, result = items[number]
         known = knowns[k]  # a file the index lacks is empty
+        if changed.intersection(known):
+            left.append(number)
+            changed.update(known)
+            continue
         held = {path: data for path, data in contents.items() if path in known}
         reverse = reverses.get(k)
         if reverse is None:
@@ -189,8 +199,8 @@ def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) ->
         )  # fmt: skip
         describe(state, patch, variant, result)
         if merged and not disjoint:
-            return [n for n, _ in failed[k + 1 :]]
-    return []
+            changed.update(known)
+    return left
 
 
 def _together(

@@ -1,0 +1,87 @@
+"""Issue 30: what a read-only `check` of a series asks git, counted (GIT_TRACE).
+
+- A stream that is the last thing judged, with no writer waiting for the index, is only
+  checked (`git apply --check`): nothing is written that nobody reads.
+- A clean 3-way merge in a round of failed patches holds back only the failed patches on its
+  files; the others are judged in the same round, with no second stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import GIT_ID, commit_files, diff_of, make_repo, patch_text, write_patch_set
+
+
+def started(repo: Path, patches: Path, trace: Path, ref: str = "HEAD") -> tuple[dict, list[str]]:
+    """`check --ref REF`'s answer and the git commands it started, in order."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "check", "--ref", ref, "--json",
+         "--install", str(repo), "--patches", str(patches)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
+    )  # fmt: skip
+    assert proc.returncode in (0, 3), proc.stderr
+    commands = [
+        line.split("trace: built-in: git ", 1)[1]
+        for line in trace.read_text().splitlines()
+        if "trace: built-in: git " in line
+    ]
+    return json.loads(proc.stdout), commands
+
+
+def lines(count: int, word: str) -> str:
+    return "".join(f"{word} {n}\n" for n in range(count))
+
+
+def test_a_ref_where_every_patch_applies_is_checked_not_written(tmp_path: Path) -> None:
+    files = {f"f{n}.txt": lines(10, f"file {n}") for n in range(4)}
+    repo = make_repo(tmp_path / "repo", files)
+    patches = {
+        f"p{n}.patch": patch_text(
+            diff_of(repo, {f"f{n}.txt": files[f"f{n}.txt"].replace(f"file {n} 5", "fixed")})
+        )
+        for n in range(4)
+    }
+    document, commands = started(repo, write_patch_set(tmp_path / "ps", patches), tmp_path / "t")
+    assert [p["outcome"] for p in document["targets"][0]["patches"]] == ["applied"] * 4
+    applies = [c for c in commands if c.startswith("apply")]
+    assert applies == ["apply --cached -v --check"], applies
+
+
+def test_a_clean_merge_holds_back_only_the_failed_patches_on_its_files(tmp_path: Path) -> None:
+    """The first patch merges in 3-way; the two after it conflict on another file (no index
+    line: no merge to try). All three are judged from one failed stream."""
+    merged = lines(30, "m")
+    shared = lines(30, "s")
+    repo = make_repo(tmp_path / "repo", {"m.txt": merged, "s.txt": shared})
+    first = diff_of(repo, {"m.txt": merged.replace("m 15\n", "m 15 fixed\n")})
+    plain = []
+    for n in (5, 20):
+        diff = diff_of(repo, {"s.txt": shared.replace(f"s {n}\n", f"s {n} fixed\n")})
+        plain.append("".join(x for x in diff.splitlines(True) if not x.startswith("index ")))
+    patches = {
+        "a.patch": patch_text(first),
+        "b.patch": patch_text(plain[0]),
+        "c.patch": patch_text(plain[1]),
+    }
+    # Upstream rewords a context line of the first patch (its forward apply fails, its merge
+    # is clean) and the lines the other two change.
+    commit_files(
+        repo,
+        {
+            "m.txt": merged.replace("m 13\n", "m 13 upstream\n"),
+            "s.txt": shared.replace("s 5\n", "s 5 upstream\n").replace("s 20\n", "s 20 up\n"),
+        },
+        "upstream",
+    )
+    document, commands = started(repo, write_patch_set(tmp_path / "ps", patches), tmp_path / "t")
+    outcomes = [p["outcome"] for p in document["targets"][0]["patches"]]
+    assert outcomes == ["merged-3way", "conflict", "conflict"], outcomes
+    streams = [c for c in commands if c in ("apply --cached -v", "apply --cached -v --check")]
+    assert len(streams) == 1, commands  # main: a second stream for the two after the merge
+    assert sum(c.startswith("cat-file --batch") for c in commands) == 2, commands
