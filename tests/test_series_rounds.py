@@ -4,6 +4,8 @@
   checked (`git apply --check`): nothing is written that nobody reads.
 - A clean 3-way merge in a round of failed patches holds back only the failed patches on its
   files; the others are judged in the same round, with no second stream.
+- Patches that apply at an offset, each on files of its own, are guarded from the files the
+  stream leaves (one read for all of them), whether the stream applies or fails.
 """
 
 from __future__ import annotations
@@ -85,3 +87,40 @@ def test_a_clean_merge_holds_back_only_the_failed_patches_on_its_files(tmp_path:
     streams = [c for c in commands if c in ("apply --cached -v", "apply --cached -v --check")]
     assert len(streams) == 1, commands  # main: a second stream for the two after the merge
     assert sum(c.startswith("cat-file --batch") for c in commands) == 2, commands
+
+
+def moved_world(tmp_path: Path, count: int, conflict: bool) -> tuple[Path, Path]:
+    """COUNT patches, each on a file of its own that upstream grows on top (each applies at an
+    offset); with CONFLICT, a last one whose line upstream rewords."""
+    files = {f"f{n}.txt": lines(30, f"file {n}") for n in range(count)}
+    files["c.txt"] = lines(30, "c")
+    repo = make_repo(tmp_path / "repo", files)
+    patches = {
+        f"p{n}.patch": patch_text(
+            diff_of(repo, {f"f{n}.txt": files[f"f{n}.txt"].replace(f"file {n} 15\n", "fixed\n")})
+        )
+        for n in range(count)
+    }
+    grown = {name: "new 1\nnew 2\nnew 3\n" + text for name, text in files.items()}
+    if conflict:
+        patches["c.patch"] = patch_text(
+            diff_of(repo, {"c.txt": lines(30, "c").replace("c 9\n", "")})
+        )
+        grown["c.txt"] = files["c.txt"].replace("c 9\n", "c 9 upstream\n")
+    commit_files(repo, grown, "upstream grows every file on top")
+    return repo, write_patch_set(tmp_path / "ps", patches)
+
+
+def test_moved_patches_are_guarded_with_no_git_process_each(tmp_path: Path) -> None:
+    """Patches that apply at an offset on files no other patch touches are guarded from the
+    stream's files (one read for all), in a stream that applies and in one that fails."""
+    for conflict in (False, True):
+        counts = {}
+        for count in (2, 6):
+            where = tmp_path / f"{conflict}-{count}"
+            repo, patches = moved_world(where, count, conflict)
+            document, commands = started(repo, patches, where / "trace")
+            outcomes = [p["outcome"] for p in document["targets"][0]["patches"]]
+            assert outcomes == ["applied-offset"] * count + ["conflict"] * conflict, outcomes
+            counts[count] = len(commands)
+        assert counts[6] == counts[2], (conflict, counts)  # main: 13 -> 29, 16 -> 32

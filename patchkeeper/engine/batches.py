@@ -88,6 +88,9 @@ def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> No
                     result.outcome = oc.APPLIED
                     state.batched[patch.name] = variant.files
                 return
+            said = None if only_check else sections
+            if _moved_stand(state, items, stream, counts, said, saved):
+                return
             # An apply at an offset is guarded alone (judge.py): the ones before it as a
             # batch, it alone, the rest as a batch.
             index.restore(saved)
@@ -127,6 +130,33 @@ def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> No
         run_batch(state, [items[i] for i in group[:first]])
         try_alone(state, *items[group[first]])
         run_batch(state, [items[i] for i in group[first + 1 :]])
+
+
+def _moved_stand(
+    state: TrialState,
+    items: list[Item],
+    stream: bytes,
+    counts: list[int],
+    sections: list[list[oc.HunkOffset]] | None,
+    before: tuple[bytes | None, str | None],
+) -> bool:
+    """Whether the moved patches of STREAM (ITEMS, COUNTS: their file sections) stand by
+    their files (stream_moved.py), every result then set; SECTIONS: what git said per
+    section when the index holds the stream (None: it was only checked, it is applied now);
+    BEFORE: the index before the stream."""
+    from patchkeeper.engine.stream_moved import settle_moved  # only a moved patch needs it
+
+    if sections is None:
+        proc = state.index.apply(stream)
+        sections = section_offsets(proc.stderr)
+        if proc.returncode != 0 or len(sections) != sum(counts):
+            state.index.restore(before)
+            return False
+    offsets, at = [], 0
+    for count in counts:
+        offsets.append([hunk for section in sections[at : at + count] for hunk in section])
+        at += count
+    return settle_moved(state, items, offsets, before)
 
 
 def _first_moved(sections: list[list[oc.HunkOffset]], counts: list[int]) -> int | None:

@@ -10,9 +10,12 @@ wherever the stream's chain of results is the one judging patch by patch would g
 - a patch whose sections failed is not in the chain (a section that applied is: its files are
   left to a later round), and is judged on the content it failed on, its words git's words
   about its own sections;
-- a patch on a file whose chain is in doubt, one that moved (an offset is guarded alone),
-  one that is not a plain content change, or one creating a file an earlier patch touched
-  waits for the next round.
+- a patch that moved, on files whose chain is clear, is guarded in the round (an offset
+  stands only when the guard lets it: stream_moved.py, or alone), and the patches after it
+  on its files wait;
+- a patch on a file whose chain is in doubt, one that moved on such a file, one that is not
+  a plain content change, or one creating a file an earlier patch touched waits for the next
+  round.
 
 The round then applies the applied ones in one run, reads every failed patch's files and
 preimage blobs in one `cat-file --batch`, and judges each failed one (reverse check and
@@ -24,6 +27,7 @@ are judged in this one. The waiting ones go on, in series order, on the index as
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import (
@@ -31,10 +35,17 @@ from patchkeeper.engine.apply_output import (
     block_offsets,
     failed_files,
     section_blocks,
+    section_offsets,
 )
 from patchkeeper.engine.could_apply import fuzz_could_apply, plain_section, reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.judge import describe, has_it_outcome, judge_failed, merge_has_it_outcome
+from patchkeeper.engine.judge import (
+    describe,
+    has_it_outcome,
+    judge_failed,
+    merge_has_it_outcome,
+    try_alone,
+)
 from patchkeeper.engine.merging import merge_alone, merge_together, preimages
 from patchkeeper.engine.state import Item, TrialState
 from patchkeeper.install.scratch import ScratchIndex
@@ -66,9 +77,12 @@ def _verdict(blocks: list[list[str]], paths: list[str]) -> tuple[str, set[str]] 
     return ("moved" if any(block_offsets(b) for b in blocks) else "ok"), applied
 
 
-def _read(items: list[Item], stderr: bytes) -> tuple[list[int], list[Failed], list[int]] | None:
+def _read(
+    items: list[Item], stderr: bytes
+) -> tuple[list[int], list[Failed], list[int], list[int]] | None:
     """The stream's answer for ITEMS: those applied, those failed (with git's words), those
-    that wait; None when git's words cannot be told apart per section."""
+    that wait, those that moved on a clear chain; None when git's words cannot be told apart
+    per section."""
     blocks = section_blocks(stderr)
     sections = [split_hunks(variant.diff) for _, variant, _ in items]
     if len(blocks) != sum(len(s) for s in sections):
@@ -76,6 +90,7 @@ def _read(items: list[Item], stderr: bytes) -> tuple[list[int], list[Failed], li
     applied: list[int] = []
     failed: list[Failed] = []
     waiting: list[int] = []
+    moved: list[int] = []
     doubt: set[str] = set()  # files whose chain differs from judging one by one
     pending: set[str] = set()  # files of failed patches, judged on their content as it is
     touched: set[str] = set()
@@ -86,12 +101,16 @@ def _read(items: list[Item], stderr: bytes) -> tuple[list[int], list[Failed], li
         files = set(paths)
         creates = {p for p, header, _ in own if b"\nnew file mode " in header}
         verdict = _verdict(said, paths)
-        if (
+        clear = not (files & doubt or creates & touched) and all(
+            plain_section(header) for _, header, _ in own
+        )
+        if verdict is not None and verdict[0] == "moved" and clear and not files & pending:
+            moved.append(number)  # the ones after it on its files wait for its guard
+            doubt |= files
+        elif (
             verdict is None
             or verdict[0] == "moved"
-            or files & doubt
-            or creates & touched
-            or not all(plain_section(header) for _, header, _ in own)
+            or not clear
             or (verdict[0] == "ok" and files & pending)
         ):
             waiting.append(number)
@@ -103,7 +122,7 @@ def _read(items: list[Item], stderr: bytes) -> tuple[list[int], list[Failed], li
             pending |= files
             doubt |= verdict[1]
         touched |= files
-    return applied, failed, waiting
+    return applied, failed, waiting, moved
 
 
 def judge_stream(state: TrialState, items: list[Item], stderr: bytes) -> list[Item] | None:
@@ -113,23 +132,55 @@ def judge_stream(state: TrialState, items: list[Item], stderr: bytes) -> list[It
     read = _read(items, stderr)
     if read is None:
         return None
-    applied, failed, waiting = read
+    applied, failed, waiting, moved = read
     if 0 in waiting:
         return None  # the first one waits: nothing gained over splitting
-    index = state.index
-    if applied:
-        saved = index.save()
-        proc = index.apply(b"".join(items[n][1].diff for n in applied))
-        blocks = section_blocks(proc.stderr)
-        if proc.returncode != 0 or any(block_offsets(b) for b in blocks):
-            index.restore(saved)
-            return None
-        for n in applied:
-            patch, variant, result = items[n]
-            result.outcome = oc.APPLIED
-            state.batched[patch.name] = variant.files
+    if (applied or moved) and not _apply_round(state, items, applied, moved):
+        return None
     later = _judge_failed(state, items, failed)
     return [items[n] for n in sorted([*waiting, *later])]
+
+
+def _apply_round(
+    state: TrialState, items: list[Item], applied: list[int], moved: list[int]
+) -> bool:
+    """Put the round's APPLIED ones in, in one run, and judge the MOVED ones: in the same run
+    when their files settle it (stream_moved.py), else each alone after the others. False
+    when git answers otherwise than the stream did (the index is as before)."""
+    index = state.index
+    saved = index.save()
+    touched = Counter(path for n in [*applied, *moved] for path in items[n][1].files)
+    together = all(touched[path] == 1 for n in moved for path in items[n][1].files)
+    run = sorted([*applied, *moved]) if together else applied
+    if run:
+        proc = index.apply(b"".join(items[n][1].diff for n in run))
+        sections = section_offsets(proc.stderr)
+        counts = [len(split_hunks(items[n][1].diff)) for n in run]
+        if proc.returncode != 0 or len(sections) != sum(counts):
+            index.restore(saved)
+            return False
+        offsets, at = [], 0
+        for count in counts:
+            offsets.append([hunk for section in sections[at : at + count] for hunk in section])
+            at += count
+        if any(found for n, found in zip(run, offsets, strict=True) if n not in moved):
+            index.restore(saved)
+            return False
+        if moved and together:
+            from patchkeeper.engine.stream_moved import settle_moved  # only a moved one needs it
+
+            if settle_moved(state, [items[n] for n in run], offsets, saved):
+                return True
+            index.restore(saved)
+            if applied and index.apply(b"".join(items[n][1].diff for n in applied)).returncode:
+                return False  # git said otherwise a moment ago: read it no further
+    for n in applied:
+        patch, variant, result = items[n]
+        result.outcome = oc.APPLIED
+        state.batched[patch.name] = variant.files
+    for n in moved:
+        try_alone(state, *items[n])
+    return True
 
 
 def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) -> list[int]:

@@ -100,6 +100,21 @@ def judge_offset(
     return None
 
 
+def stands_by_files(
+    diff: bytes, offsets: list[HunkOffset], old: dict[str, bytes], after: dict[str, bytes]
+) -> bool:
+    """Whether DIFF, applied at OFFSETS to files holding OLD (AFTER: what it made of them),
+    stands as `judge_offset` says it does when no reverse check is asked: the files rule
+    the reverse out, no moved block stands already between, the apply writes nothing twice.
+    False: `judge_offset` decides (git is asked, or it does not stand)."""
+    sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
+    if _could_reverse(diff, [path for path, _ in sections], old):
+        return False
+    if _between(sections, old, offsets):
+        return False
+    return judge_merge(sections, old, after, "an apply at an offset") is None
+
+
 def _before_and_after(
     index: ScratchIndex, paths: list[str], before: Saved, after: Saved
 ) -> tuple[dict[str, bytes], dict[str, bytes]] | None:
