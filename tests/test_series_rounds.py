@@ -124,3 +124,38 @@ def test_moved_patches_are_guarded_with_no_git_process_each(tmp_path: Path) -> N
             assert outcomes == ["applied-offset"] * count + ["conflict"] * conflict, outcomes
             counts[count] = len(commands)
         assert counts[6] == counts[2], (conflict, counts)  # main: 13 -> 29, 16 -> 32
+
+
+def test_three_way_attempts_of_patches_on_their_own_files_are_one_run(tmp_path: Path) -> None:
+    """Failed patches that share no file with an earlier one still to judge try their 3-way
+    merges in one run, a refused one (its file gone upstream) among them; the one after them
+    on a shared file tries after. The runs do not grow with the patches."""
+    counts = {}
+    for count in (2, 6):
+        where = tmp_path / str(count)
+        files = {f"f{n}.txt": lines(30, f"f{n}") for n in range(count)}
+        files |= {"s.txt": lines(30, "s"), "gone.txt": lines(30, "g")}
+        repo = make_repo(where / "repo", files)
+
+        def fix(name: str, n: int = 15, files: dict[str, str] = files) -> dict[str, str]:
+            stem = "g" if name == "gone.txt" else name.split(".")[0]
+            return {name: files[name].replace(f"{stem} {n}\n", f"{stem} {n} fixed\n")}
+
+        patches = {"p0.patch": patch_text(diff_of(repo, fix("s.txt") | fix("f0.txt")))}
+        patches["g.patch"] = patch_text(diff_of(repo, fix("gone.txt")))
+        for n in range(1, count):
+            patches[f"p{n}.patch"] = patch_text(diff_of(repo, fix(f"f{n}.txt")))
+        patches["q.patch"] = patch_text(diff_of(repo, fix("s.txt", 5)))
+        upstream = {
+            name: text.replace(" 15\n", " 15 upstream\n").replace("s 5\n", "s 5 upstream\n")
+            for name, text in files.items()
+            if name != "gone.txt"
+        }
+        commit_files(repo, upstream, "upstream rewords the lines the patches change")
+        (repo / "gone.txt").unlink()
+        commit_files(repo, {}, "upstream drops gone.txt")
+        document, commands = started(repo, write_patch_set(where / "ps", patches), where / "t")
+        outcomes = [p["outcome"] for p in document["targets"][0]["patches"]]
+        assert outcomes == ["conflict"] * (count + 2), outcomes
+        counts[count] = sum(c == "apply --cached -v --3way" for c in commands)
+    assert counts == {2: 2, 6: 2}, counts  # main: 4 and 8

@@ -219,39 +219,84 @@ def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) ->
     )
     # A clean merge changes its files for the failed patches after it on them, and those
     # for the ones after them on theirs: they wait for the next round. The others' content
-    # is as the stream saw it: they are judged in this one.
+    # is as the stream saw it: they are judged in this one, in layers of patches that share
+    # no file with an earlier one still to judge (a layer's 3-way merges in one run).
     changed: set[str] = set()
     left: list[int] = []
-    for k, (number, _) in enumerate(failed):
-        patch, variant, result = items[number]
-        known = knowns[k]  # a file the index lacks is empty
-        if changed.intersection(known):
-            left.append(number)
-            changed.update(known)
-            continue
-        held = {path: data for path, data in contents.items() if path in known}
-        reverse = reverses.get(k)
-        if reverse is None:
-            reverse = reverse_could_apply(variant.diff, known) and (
-                index.apply(variant.diff, "--check", "--reverse").returncode == 0
-            )
-        merged, refused = merges[0].get(k), merges[1].get(k)
-        if merged is None:
-            merged = False
-            if not reverse and not mergeable[k] and attempted:
-                mergeable[k] = _may_merge_now(state, *pairs[k])
-            if not reverse and mergeable[k]:
-                merged, refused = merge_alone(index, variant.diff, held)
-                attempted = True
-        judge_failed(
-            index, variant, result, has_it_outcome(state.judging, variant), forwards[k],
-            reverse, merged, known, refused, state.blobs, merge_has_it_outcome(state, variant),
-            fuzz.get(k),
-        )  # fmt: skip
-        describe(state, patch, variant, result)
-        if merged and not disjoint:
-            changed.update(known)
+    todo = list(range(len(failed)))
+    while todo:
+        layer, later, blocked = [], [], set()
+        for k in todo:
+            own = set(knowns[k])
+            if own & changed:
+                left.append(failed[k][0])
+                changed |= own
+            elif own & blocked:
+                later.append(k)
+            else:
+                layer.append(k)
+            blocked |= own
+        if not disjoint and len(layer) > 1:
+            attempted |= _merge_layer(state, variants, layer, knowns, mergeable, contents,
+                                      reverses, merges)  # fmt: skip
+        for k in layer:
+            patch, variant, result = items[failed[k][0]]
+            known = knowns[k]  # a file the index lacks is empty
+            held = {path: data for path, data in contents.items() if path in known}
+            reverse = reverses.get(k)
+            if reverse is None:
+                reverse = _reverse_applies(index, variant, known)
+            merged, refused = merges[0].get(k), merges[1].get(k)
+            if merged is None:
+                merged = False
+                if not reverse and not mergeable[k] and attempted:
+                    mergeable[k] = _may_merge_now(state, *pairs[k])
+                if not reverse and mergeable[k]:
+                    merged, refused = merge_alone(index, variant.diff, held)
+                    attempted = True
+            judge_failed(
+                index, variant, result, has_it_outcome(state.judging, variant), forwards[k],
+                reverse, merged, known, refused, state.blobs,
+                merge_has_it_outcome(state, variant), fuzz.get(k),
+            )  # fmt: skip
+            describe(state, patch, variant, result)
+            if merged and not disjoint:
+                changed.update(known)
+        todo = later
     return left
+
+
+def _reverse_applies(index: ScratchIndex, variant: PatchFile, known: dict[str, bytes]) -> bool:
+    """Whether VARIANT reverse-applies (git asked only where its files KNOWN allow it)."""
+    return reverse_could_apply(variant.diff, known) and (
+        index.apply(variant.diff, "--check", "--reverse").returncode == 0
+    )
+
+
+def _merge_layer(
+    state: TrialState,
+    variants: list[PatchFile],
+    layer: list[int],
+    knowns: list[dict[str, bytes]],
+    mergeable: list[bool],
+    contents: dict[str, bytes],
+    reverses: dict[int, bool],
+    merges: tuple[dict[int, bool], dict[int, Refusal]],
+) -> bool:
+    """For LAYER (failed VARIANTS that share no file with each other): each one's reverse
+    check into REVERSES, and the 3-way merges of those that do not reverse-apply and have
+    their preimages at hand (MERGEABLE) in one run into MERGES (CONTENTS: the files before
+    it). Whether a merge was tried (git wrote its blobs)."""
+    for k in layer:
+        if k not in reverses:
+            reverses[k] = _reverse_applies(state.index, variants[k], knowns[k])
+    tried = [k for k in layer if not reverses[k] and mergeable[k]]
+    if len(tried) < 2:
+        return False
+    merged, refused, _ = merge_together(state.index, [variants[k] for k in tried], contents)
+    merges[0].update({tried[i]: answer for i, answer in merged.items()})
+    merges[1].update({tried[i]: why for i, why in refused.items()})
+    return True
 
 
 def _together(
