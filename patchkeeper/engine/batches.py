@@ -88,8 +88,7 @@ def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> No
                     result.outcome = oc.APPLIED
                     state.batched[patch.name] = variant.files
                 return
-            said = None if only_check else sections
-            if _moved_stand(state, items, stream, counts, said, saved):
+            if _moved_stand(state, items, counts, sections, saved, only_checked=only_check):
                 return
             # An apply at an offset is guarded alone (judge.py): the ones before it as a
             # batch, it alone, the rest as a batch.
@@ -135,27 +134,33 @@ def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> No
 def _moved_stand(
     state: TrialState,
     items: list[Item],
-    stream: bytes,
     counts: list[int],
-    sections: list[list[oc.HunkOffset]] | None,
+    sections: list[list[oc.HunkOffset]],
     before: tuple[bytes | None, str | None],
+    *,
+    only_checked: bool,
 ) -> bool:
-    """Whether the moved patches of STREAM (ITEMS, COUNTS: their file sections) stand by
-    their files (stream_moved.py), every result then set; SECTIONS: what git said per
-    section when the index holds the stream (None: it was only checked, it is applied now);
-    BEFORE: the index before the stream."""
-    from patchkeeper.engine.stream_moved import settle_moved  # only a moved patch needs it
+    """Whether the moved patches of a stream that applied (ITEMS, COUNTS: their file
+    sections, SECTIONS: git's offsets per section) stand by their files (stream_moved.py),
+    every result then set. BEFORE: the index before the stream. ONLY_CHECKED: the stream
+    was only checked; the moved ones are applied now, for their files to be read (each
+    alone on its files makes of them what it made in the stream)."""
+    from patchkeeper.engine.stream_moved import alone_on_files, settle_moved  # moved only
 
-    if sections is None:
-        proc = state.index.apply(stream)
-        sections = section_offsets(proc.stderr)
-        if proc.returncode != 0 or len(sections) != sum(counts):
-            state.index.restore(before)
-            return False
     offsets, at = [], 0
     for count in counts:
         offsets.append([hunk for section in sections[at : at + count] for hunk in section])
         at += count
+    moved = [n for n, found in enumerate(offsets) if found]
+    if not alone_on_files(items, moved):
+        return False
+    if only_checked:
+        proc = state.index.apply(b"".join(items[n][1].diff for n in moved))
+        if proc.returncode != 0 or [h for s in section_offsets(proc.stderr) for h in s] != [
+            hunk for n in moved for hunk in offsets[n]
+        ]:
+            state.index.restore(before)
+            return False
     return settle_moved(state, items, offsets, before)
 
 

@@ -23,19 +23,25 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import HunkOffset
 
 
+def alone_on_files(items: list[Item], moved: list[int]) -> bool:
+    """Whether no other of ITEMS touches a file of the MOVED ones."""
+    touched = collections.Counter(path for _, variant, _ in items for path in variant.files)
+    return all(touched[path] == 1 for n in moved for path in items[n][1].files)
+
+
 def settle_moved(
     state: TrialState,
     items: list[Item],
     offsets: list[list[HunkOffset]],
     before: tuple[bytes | None, str | None],
 ) -> bool:
-    """ITEMS were applied as one stream (the index holds it; BEFORE: the index before it),
-    OFFSETS per item where git moved its hunks. True when every moved item stands by its
-    files alone: every result is set. False: nothing is set, the index is as it is."""
+    """ITEMS were applied as one stream (the index holds it, or at least the moved ones;
+    BEFORE: the index before it), OFFSETS per item where git moved its hunks. True when
+    every moved item stands by its files alone: every result is set. False: nothing is set,
+    the index is as it is."""
     index = state.index
-    touched = collections.Counter(path for _, variant, _ in items for path in variant.files)
     moved = [n for n, found in enumerate(offsets) if found]
-    if any(touched[path] > 1 for n in moved for path in items[n][1].files):
+    if not alone_on_files(items, moved):
         return False  # another patch met or changed its files in the stream
     old_ids = entry_ids(before[0], index.id_bytes)
     new_ids = entry_ids(index.save()[0], index.id_bytes)
