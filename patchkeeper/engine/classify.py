@@ -137,7 +137,7 @@ def classify(
     if trees:
         classification.scratch = scratch
     else:
-        scratch.close()
+        scratch.close_later()  # nothing of it is read any more: it goes while work goes on
     return classification
 
 

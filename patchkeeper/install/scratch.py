@@ -27,7 +27,7 @@ from pathlib import Path
 
 from patchkeeper.install import git
 from patchkeeper.install.mode_check import mode_refusal
-from patchkeeper.install.tempfolders import new_folder, remove_folder
+from patchkeeper.install.tempfolders import new_folder, remove_folder, remove_in_background
 
 
 class Scratch:
@@ -41,6 +41,11 @@ class Scratch:
 
     def close(self) -> None:
         self._remove()
+
+    def close_later(self) -> None:
+        """Remove the folder while the command goes on (`remove_in_background`)."""
+        if self._remove.detach() is not None:
+            remove_in_background(self.path)
 
 
 def object_store(repo: Path) -> Path:
