@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text, write_patch_set
 
-from patchkeeper.install.index_file import entry_ids
+from patchkeeper.install.plumbing.index_file import entry_ids
 
 
 def ls_files(repo: Path) -> dict[str, str]:

@@ -51,7 +51,7 @@ from patchkeeper.engine.one_patch import classify_patch
 from patchkeeper.engine.ref_content import upstream_has_content
 from patchkeeper.engine.sharing import shared_files
 from patchkeeper.engine.state import Classification, Item, Judging, Recorded, TrialState
-from patchkeeper.install.scratch import Scratch, ScratchIndex, open_scratch
+from patchkeeper.install.plumbing.scratch_index import IndexFolder, ScratchIndex, open_scratch
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchFile, PatchSet
@@ -122,7 +122,7 @@ def classify(
         patch_set.root,
         upstream_ref,
     )
-    scratch = Scratch()
+    scratch = IndexFolder()
     try:
         index = open_scratch(repo, scratch, private_objects=True)
         batch = BATCHES if batch is None else batch

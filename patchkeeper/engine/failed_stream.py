@@ -48,7 +48,7 @@ from patchkeeper.engine.judge import (
 )
 from patchkeeper.engine.merging import merge_alone, merge_together, preimages
 from patchkeeper.engine.state import Item, TrialState
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import PatchFile
 

@@ -18,7 +18,7 @@ import collections
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.offset_guard import stands_by_files
 from patchkeeper.engine.state import Item, TrialState
-from patchkeeper.install.index_file import entry_ids
+from patchkeeper.install.plumbing.index_file import entry_ids
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import HunkOffset
 

@@ -1,6 +1,6 @@
 """The blob ids a scratch index holds, read from its file: no git process.
 
-A scratch index (scratch.py) is saved as a copy of its file before each step that may be
+A scratch index (scratch_index.py) is saved as a copy of its file before each step that may be
 undone; the ids of its entries in that copy say which content a path had then, so what was
 there before a step and what is there after it can be read in one `cat-file --batch`.
 
