@@ -6,6 +6,8 @@
   files; the others are judged in the same round, with no second stream.
 - Patches that apply at an offset, each on files of its own, are guarded from the files the
   stream leaves (one read for all of them), whether the stream applies or fails.
+- The 3-way merges of failed patches on files of their own are one run.
+- A check's scratch folders go in a thread, which no unforeseen failure stops.
 """
 
 from __future__ import annotations
@@ -159,3 +161,29 @@ def test_three_way_attempts_of_patches_on_their_own_files_are_one_run(tmp_path: 
         assert outcomes == ["conflict"] * (count + 2), outcomes
         counts[count] = sum(c == "apply --cached -v --3way" for c in commands)
     assert counts == {2: 2, 6: 2}, counts  # main: 4 and 8
+
+
+def test_a_background_removal_that_raises_leaves_the_next_ones_done(tmp_path: Path) -> None:
+    """A check's scratch folders go in a thread; one removal failing in an unforeseen way is
+    one warning line, the folders after it still go, and the exit (which waits) comes."""
+    script = f"""
+import pathlib
+from patchkeeper.install.system import temp_folders
+real = temp_folders._remove_all
+def flaky(folder):
+    if folder.name == "first":
+        raise ValueError("unforeseen")
+    real(folder)
+temp_folders._remove_all = flaky
+for name in ("first", "second", "third"):
+    folder = pathlib.Path({str(tmp_path)!r}) / name
+    (folder / "objects" / "ab").mkdir(parents=True)
+    temp_folders.remove_in_background(folder)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first"]
+    assert proc.stderr.count("could not remove the temporary folder") == 1, proc.stderr
+    assert "(unforeseen)" in proc.stderr

@@ -77,12 +77,16 @@ def remove_folder(folder: Path) -> None:
     except OSError as exc:
         inside = os.fsdecode(exc.filename or folder).removeprefix(f"{folder}/")
         where = "" if inside == str(folder) else f": {inside}"
-        with suppress(OSError, ValueError):  # stderr closed or full: nothing more to say
-            sys.stderr.write(
-                f"patchkeeper: warning: could not remove the temporary folder {folder} "
-                f"({exc.strerror or exc}{where}); it holds nothing of yours: remove it by hand\n"
-            )
-            sys.stderr.flush()
+        _say_kept(folder, f"{exc.strerror or exc}{where}")
+
+
+def _say_kept(folder: Path, why: str) -> None:
+    with suppress(OSError, ValueError):  # stderr closed or full: nothing more to say
+        sys.stderr.write(
+            f"patchkeeper: warning: could not remove the temporary folder {folder} "
+            f"({why}); it holds nothing of yours: remove it by hand\n"
+        )
+        sys.stderr.flush()
 
 
 _LATER: list[queue.Queue[Path]] = []  # the folders the remover thread takes, once started
@@ -107,10 +111,14 @@ def remove_in_background(folder: Path) -> None:
 
 
 def _remover(folders: queue.Queue[Path]) -> None:
+    """Remove each folder put in FOLDERS, in turn, for as long as the process lives. Whatever
+    one removal raises, the ones after it are still done: the exit waits for them all."""
     while True:
         folder = folders.get()
         try:
-            remove_folder(folder)
+            remove_folder(folder)  # a refusal of the machine is its warning line
+        except Exception as exc:  # anything else: said the same way, never a stuck exit
+            _say_kept(folder, str(exc))
         finally:
             folders.task_done()
 
