@@ -187,3 +187,35 @@ for name in ("first", "second", "third"):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["first"]
     assert proc.stderr.count("could not remove the temporary folder") == 1, proc.stderr
     assert "(unforeseen)" in proc.stderr
+
+
+def test_a_chain_of_moved_patches_on_one_file_is_read_from_one_stream(tmp_path: Path) -> None:
+    """A failed stream's words still hold for the patches left when every judged one went as
+    the stream took it: patches moved one after another on one file need no stream each."""
+    counts = {}
+    for count in (2, 5):
+        where = tmp_path / str(count)
+        text = lines(60, "f")
+        repo = make_repo(where / "repo", {"f.txt": text, "c.txt": lines(30, "c")})
+        patches = {
+            "c.patch": patch_text(
+                diff_of(repo, {"c.txt": lines(30, "c").replace("c 9\n", "c 9 fixed\n")})
+            )
+        }
+        for n in range(count):
+            edited = text.replace(f"f {10 * n + 5}\n", f"f {10 * n + 5} fixed\n")
+            patches[f"p{n}.patch"] = patch_text(diff_of(repo, {"f.txt": edited}))
+        commit_files(
+            repo,
+            {
+                "f.txt": "new 1\nnew 2\n" + text,
+                "c.txt": lines(30, "c").replace("c 9\n", "c 9 up\n"),
+            },
+            "upstream",
+        )
+        document, commands = started(repo, write_patch_set(where / "ps", patches), where / "t")
+        outcomes = [p["outcome"] for p in document["targets"][0]["patches"]]
+        assert outcomes == ["conflict"] + ["applied-offset"] * count, outcomes
+        counts[count] = sum(c.startswith("apply --cached -v --check") and "-C1" not in c
+                            for c in commands)  # fmt: skip
+    assert counts == {2: 1, 5: 1}, counts

@@ -27,7 +27,6 @@ are judged in this one. The waiting ones go on, in series order, on the index as
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import (
@@ -35,19 +34,13 @@ from patchkeeper.engine.apply_output import (
     block_offsets,
     failed_files,
     section_blocks,
-    section_offsets,
 )
 from patchkeeper.engine.could_apply import fuzz_could_apply, plain_section, reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.judge import (
-    describe,
-    has_it_outcome,
-    judge_failed,
-    merge_has_it_outcome,
-    try_alone,
-)
+from patchkeeper.engine.judge import describe, has_it_outcome, judge_failed, merge_has_it_outcome
 from patchkeeper.engine.merging import merge_alone, merge_together, preimages
 from patchkeeper.engine.state import Item, TrialState
+from patchkeeper.engine.stream_moved import apply_round
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import PatchFile
@@ -77,30 +70,36 @@ def _verdict(blocks: list[list[str]], paths: list[str]) -> tuple[str, set[str]] 
     return ("moved" if any(block_offsets(b) for b in blocks) else "ok"), applied
 
 
-def _read(
-    items: list[Item], stderr: bytes
-) -> tuple[list[int], list[Failed], list[int], list[int]] | None:
-    """The stream's answer for ITEMS: those applied, those failed (with git's words), those
-    that wait, those that moved on a clear chain; None when git's words cannot be told apart
-    per section."""
+def _read(items: list[Item], stderr: bytes) -> list[list[list[str]]] | None:
+    """git's words per section of each of ITEMS; None when they cannot be told apart."""
     blocks = section_blocks(stderr)
-    sections = [split_hunks(variant.diff) for _, variant, _ in items]
-    if len(blocks) != sum(len(s) for s in sections):
+    counts = [len(split_hunks(variant.diff)) for _, variant, _ in items]
+    if len(blocks) != sum(counts):
         return None
+    said, at = [], 0
+    for count in counts:
+        said.append(blocks[at : at + count])
+        at += count
+    return said
+
+
+def _sort(
+    items: list[Item], said: list[list[list[str]]], doubt: set[str], touched: set[str]
+) -> tuple[list[int], list[Failed], list[int], list[int]]:
+    """ITEMS by what the stream (SAID: its words per item) answers for: those applied, those
+    failed (with git's words), those that wait, those that moved on a clear chain. DOUBT and
+    TOUCHED: files already in doubt, and touched, before the first (both grow here)."""
     applied: list[int] = []
     failed: list[Failed] = []
     waiting: list[int] = []
     moved: list[int] = []
-    doubt: set[str] = set()  # files whose chain differs from judging one by one
     pending: set[str] = set()  # files of failed patches, judged on their content as it is
-    touched: set[str] = set()
-    at = 0
-    for number, own in enumerate(sections):
-        said, at = blocks[at : at + len(own)], at + len(own)
+    for number, (_, variant, _) in enumerate(items):
+        own = split_hunks(variant.diff)
         paths = [path for path, _, _ in own]
         files = set(paths)
         creates = {p for p, header, _ in own if b"\nnew file mode " in header}
-        verdict = _verdict(said, paths)
+        verdict = _verdict(said[number], paths)
         clear = not (files & doubt or creates & touched) and all(
             plain_section(header) for _, header, _ in own
         )
@@ -118,9 +117,9 @@ def _read(
         elif verdict[0] == "ok":
             applied.append(number)
         else:
-            failed.append((number, said))
+            failed.append((number, said[number]))
             pending |= files
-            doubt |= verdict[1]
+            doubt |= verdict[1]  # its sections that applied are in the stream's chain only
         touched |= files
     return applied, failed, waiting, moved
 
@@ -129,58 +128,32 @@ def judge_stream(state: TrialState, items: list[Item], stderr: bytes) -> list[It
     """ITEMS failed as one stream (git said STDERR; the index is as before it): judge what
     the stream answers for (see the module docstring) and return the items left to judge, in
     order; None when git's words cannot be read per patch (the caller splits as before)."""
-    read = _read(items, stderr)
-    if read is None:
+    said = _read(items, stderr)
+    if said is None:
         return None
-    applied, failed, waiting, moved = read
-    if 0 in waiting:
-        return None  # the first one waits: nothing gained over splitting
-    if (applied or moved) and not _apply_round(state, items, applied, moved):
-        return None
-    later = _judge_failed(state, items, failed)
-    return [items[n] for n in sorted([*waiting, *later])]
-
-
-def _apply_round(
-    state: TrialState, items: list[Item], applied: list[int], moved: list[int]
-) -> bool:
-    """Put the round's APPLIED ones in, in one run, and judge the MOVED ones: in the same run
-    when their files settle it (stream_moved.py), else each alone after the others. False
-    when git answers otherwise than the stream did (the index is as before)."""
-    index = state.index
-    saved = index.save()
-    touched = Counter(path for n in [*applied, *moved] for path in items[n][1].files)
-    together = all(touched[path] == 1 for n in moved for path in items[n][1].files)
-    run = sorted([*applied, *moved]) if together else applied
-    if run:
-        proc = index.apply(b"".join(items[n][1].diff for n in run))
-        sections = section_offsets(proc.stderr)
-        counts = [len(split_hunks(items[n][1].diff)) for n in run]
-        if proc.returncode != 0 or len(sections) != sum(counts):
-            index.restore(saved)
-            return False
-        offsets, at = [], 0
-        for count in counts:
-            offsets.append([hunk for section in sections[at : at + count] for hunk in section])
-            at += count
-        if any(found for n, found in zip(run, offsets, strict=True) if n not in moved):
-            index.restore(saved)
-            return False
-        if moved and together:
-            from patchkeeper.engine.stream_moved import settle_moved  # only a moved one needs it
-
-            if settle_moved(state, [items[n] for n in run], offsets, saved):
-                return True
-            index.restore(saved)
-            if applied and index.apply(b"".join(items[n][1].diff for n in applied)).returncode:
-                return False  # git said otherwise a moment ago: read it no further
-    for n in applied:
-        patch, variant, result = items[n]
-        result.outcome = oc.APPLIED
-        state.batched[patch.name] = variant.files
-    for n in moved:
-        try_alone(state, *items[n])
-    return True
+    stuck: set[str] = set()  # files whose chain in the stream is not one by one's
+    touched: set[str] = set()
+    first = True
+    while True:
+        applied, failed, waiting, moved = _sort(items, said, set(stuck), set(touched))
+        if 0 in waiting:
+            return None if first else items  # nothing gained over splitting, or a stream
+        if (applied or moved) and not apply_round(state, items, applied, moved):
+            return None if first else items
+        later = _judge_failed(state, items, failed)
+        left = sorted([*waiting, *later])
+        # Every judged patch went as the stream took it (the failed ones out, the moved ones
+        # in): the stream's words for the ones left still hold, read again without git.
+        kept = all(items[n][2].outcome != oc.MERGED_3WAY for n, _ in failed) and all(
+            items[n][2].outcome == oc.APPLIED_OFFSET for n in moved
+        )
+        if later or not left or not kept:
+            return [items[n] for n in left]
+        for n, blocks in failed:  # a section of it that applied is in the stream's chain only
+            paths = [path for path, _, _ in split_hunks(items[n][1].diff)]
+            stuck |= (_verdict(blocks, paths) or ("", set(paths)))[1]
+        touched |= {p for n in range(len(items)) if n not in left for p in items[n][1].files}
+        items, said, first = [items[n] for n in left], [said[n] for n in left], False
 
 
 def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) -> list[int]:

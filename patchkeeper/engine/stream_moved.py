@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import collections
 
+from patchkeeper.engine.apply_output import section_offsets
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.offset_guard import stands_by_files
+from patchkeeper.engine.judge import try_alone
 from patchkeeper.engine.state import Item, TrialState
 from patchkeeper.install.plumbing.index_file import entry_ids
 from patchkeeper.model import outcomes as oc
@@ -54,10 +55,51 @@ def settle_moved(
         files = [path for path, _, _ in split_hunks(items[n][1].diff)]
         old = {p: blobs[old_ids[p]] for p in files if old_ids.get(p) in blobs}
         after = {p: blobs[new_ids[p]] for p in files if new_ids.get(p) in blobs}
+        from patchkeeper.engine.offset_guard import stands_by_files  # loaded by a moved one
+
         if not stands_by_files(items[n][1].diff, offsets[n], old, after):
             return False
     for (patch, variant, result), found in zip(items, offsets, strict=True):
         result.outcome = oc.APPLIED_OFFSET if found else oc.APPLIED
         result.offsets = list(found)
         state.batched[patch.name] = variant.files
+    return True
+
+
+def apply_round(state: TrialState, items: list[Item], applied: list[int], moved: list[int]) -> bool:
+    """Put a failed stream's round's APPLIED ones in, in one run, and judge the MOVED ones
+    (failed_stream.py): in the same run when their files settle it (`settle_moved`), else each
+    alone after the others. False when git answers otherwise than the stream did (the index
+    is as before)."""
+    index = state.index
+    saved = index.save()
+    touched = collections.Counter(path for n in [*applied, *moved] for path in items[n][1].files)
+    together = all(touched[path] == 1 for n in moved for path in items[n][1].files)
+    run = sorted([*applied, *moved]) if together else applied
+    if run:
+        proc = index.apply(b"".join(items[n][1].diff for n in run))
+        sections = section_offsets(proc.stderr)
+        counts = [len(split_hunks(items[n][1].diff)) for n in run]
+        if proc.returncode != 0 or len(sections) != sum(counts):
+            index.restore(saved)
+            return False
+        offsets, at = [], 0
+        for count in counts:
+            offsets.append([hunk for section in sections[at : at + count] for hunk in section])
+            at += count
+        if any(found for n, found in zip(run, offsets, strict=True) if n not in moved):
+            index.restore(saved)
+            return False
+        if moved and together:
+            if settle_moved(state, [items[n] for n in run], offsets, saved):
+                return True
+            index.restore(saved)
+            if applied and index.apply(b"".join(items[n][1].diff for n in applied)).returncode:
+                return False  # git said otherwise a moment ago: read it no further
+    for n in applied:
+        patch, variant, result = items[n]
+        result.outcome = oc.APPLIED
+        state.batched[patch.name] = variant.files
+    for n in moved:
+        try_alone(state, *items[n])
     return True
