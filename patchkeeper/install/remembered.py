@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install.checkout import Install, open_install
-from patchkeeper.install.files import atomic_write
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.patchset.model import PatchSet
@@ -53,6 +52,8 @@ def digest(patch_set: PatchSet) -> str:
 
 def remember(state_dir: Path, patch_set: PatchSet) -> None:
     import json
+
+    from patchkeeper.install.files import atomic_write  # a writer's: check writes nothing
 
     document = {"path": str(patch_set.root), "digest": digest(patch_set)}
     data = json.dumps(document, indent=2).encode() + b"\n"

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from patchkeeper.model.content_choice import ContentChoice  # by_content's, when chosen
 
 APPLIED = "applied"
 APPLIED_OFFSET = "applied-offset"
@@ -108,26 +112,6 @@ class UpstreamTook:
         if not self.appears:
             return ""
         return f"upstream appears to have this ({self.held} of {len(self.hunks)} hunks)"
-
-
-@dataclass(frozen=True)
-class VariantTrial:
-    """One variant tried while a fix's variant was chosen by content, and how it fared."""
-
-    variant: str  # its path in the patch set
-    outcome: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class ContentChoice:
-    """How a fix's variant was chosen by content (`Choose: by-content`): the variant kept
-    (None: none, or more than one, applies), why, and every variant tried."""
-
-    chosen: str | None
-    reason: str
-    version_known: bool
-    tried: tuple[VariantTrial, ...]
 
 
 @dataclass
