@@ -22,6 +22,7 @@ from patchkeeper.engine.apply_output import (
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.judge import (
     describe,
+    guard_moved,
     has_it_outcome,
     judge_failed,
     merge_has_it_outcome,
@@ -82,6 +83,17 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
                     result.outcome = oc.APPLIED
                     state.batched[patch.name] = variant.files
                 return
+            offsets = _moved_alone(items, sections, counts, moved)
+            if offsets is not None:  # the batch holds its result alone: guard it there
+                patch, variant, result = items[moved]
+                result.offsets, result.outcome = offsets, oc.APPLIED_OFFSET
+                if guard_moved(state, patch, variant, result, saved):
+                    for patch, variant, result in items[:moved] + items[moved + 1 :]:
+                        result.outcome = oc.APPLIED
+                        state.batched[patch.name] = variant.files
+                else:  # it does not stand: the index is back before the batch
+                    run_batch(state, items[:moved] + items[moved + 1 :])
+                return
             # An apply at an offset is guarded alone (judge.py): the ones before it as a
             # batch, it alone, the rest as a batch.
             index.restore(saved)
@@ -126,6 +138,22 @@ def _first_moved(sections: list[list[oc.HunkOffset]], counts: list[int]) -> int 
             return item
         at += count
     return None
+
+
+def _moved_alone(
+    items: list[Item], sections: list[list[oc.HunkOffset]], counts: list[int], moved: int
+) -> list[oc.HunkOffset] | None:
+    """The offsets of item MOVED, the first that moved, when it is the only one and no other
+    item touches its files: the batch then did to its files what it alone does, and the
+    rest went in exactly as without it. Else None."""
+    start = sum(counts[:moved])
+    end = start + counts[moved]
+    if any(sections[end:]):
+        return None
+    files = set(items[moved][1].files)
+    if any(files.intersection(v.files) for i, (_, v, _) in enumerate(items) if i != moved):
+        return None
+    return [offset for section in sections[start:end] for offset in section]
 
 
 def _judge_batch_failures(

@@ -191,6 +191,25 @@ def try_alone(state: TrialState, patch: Patch, variant: PatchFile, result: Patch
     describe(state, patch, variant, result)
 
 
+def guard_moved(
+    state: TrialState,
+    patch: Patch,
+    variant: PatchFile,
+    result: PatchResult,
+    before: tuple[bytes | None, str | None],
+) -> bool:
+    """VARIANT went in at RESULT's offsets, in a batch in which no other patch touches its
+    files (BEFORE: the index before the batch): the offset guard and the detail, as
+    `try_alone` gives them. True when it stands and the index keeps the batch; else the
+    index is back at BEFORE."""
+    has_it = has_it_outcome(state.judging, variant)
+    _guard_offset(
+        state.index, before, variant, result, has_it, merge_has_it_outcome(state, variant)
+    )
+    describe(state, patch, variant, result)
+    return result.outcome == oc.APPLIED_OFFSET
+
+
 def describe(state: TrialState, patch: Patch, variant: PatchFile, result: PatchResult) -> None:
     """RESULT's detail for the outcomes that need one; a patch it writes is noted in
     STATE.BATCHED (its diff is its part of the combined diff)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install.checkout import Install, open_install
-from patchkeeper.model import exitcodes, nextstep
+from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.series import SERIES_NAME
@@ -128,6 +128,8 @@ def foreign_problem(install: Install, patch_set: PatchSet) -> str | None:
     missing = foreign_records(install, patch_set)
     if not missing:
         return None
+    from patchkeeper.model import nextstep  # a problem to name: not for a check
+
     remembered = recall(install.state_dir)
     source = f" from {remembered[0]}" if remembered else ""
     retire = nextstep.command("unapply", missing[0], install=install.path, patches=patch_set.root)

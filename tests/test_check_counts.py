@@ -1,0 +1,86 @@
+"""A small `check` (issue 30) costs what it must and no more, in counts, never in seconds:
+the modules a plain check of one ref loads, and the git processes it starts."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import GIT_ID, commit_files, diff_of, make_repo, patch_text, write_patch_set
+
+LINES = "".join(f"line {n}\n" for n in range(1, 41))
+
+# Loaded by a rare path only: a variant chosen by content, an `Upstream-Has:` condition, a
+# patch that cannot go in a batch, the work tree's records, a write of patchkeeper's state.
+RARE = {
+    "patchkeeper.engine.by_content",
+    "patchkeeper.model.content_choice",
+    "patchkeeper.engine.one_patch",
+    "patchkeeper.model.nextstep",
+    "patchkeeper.patchset.conditions",
+    "patchkeeper.engine.recorded",
+    "patchkeeper.install.files",
+    "patchkeeper.install.liveness",
+}
+
+
+def imported_by(*argv: str) -> set[str]:
+    code = (
+        "import sys, io, contextlib\n"
+        f"sys.argv = ['patchkeeper', *{list(argv)!r}]\n"
+        "from patchkeeper.cli import main\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())
+
+
+def ten_patches_one_moved(tmp_path: Path) -> tuple[Path, Path]:
+    """Ten patches on ten files; the release puts two lines at the top of the fifth file,
+    so its patch applies 2 lines further on and every other in place."""
+    files = {f"f{n}.py": LINES.replace("line", f"f{n}") for n in range(10)}
+    repo = make_repo(tmp_path / "up", files, tag="v1.0.0")
+    patches = {
+        f"fix{n}.patch": patch_text(
+            diff_of(repo, {f"f{n}.py": files[f"f{n}.py"].replace(f"f{n} 20\n", f"f{n} 20 ok\n")})
+        )
+        for n in range(10)
+    }
+    commit_files(repo, {"f4.py": "new 1\nnew 2\n" + files["f4.py"]}, "release", tag="v1.1.0")
+    return repo, write_patch_set(tmp_path / "patches", patches)
+
+
+def test_a_plain_check_loads_no_rare_path(tmp_path: Path) -> None:
+    repo, patches = ten_patches_one_moved(tmp_path)
+    modules = imported_by(
+        "check", "--ref", "v1.1.0", "--install", str(repo), "--patches", str(patches)
+    )
+    assert "patchkeeper.engine.checking" in modules  # it did check
+    assert not RARE & modules, sorted(RARE & modules)
+
+
+def test_check_of_ten_patches_one_at_an_offset_starts_nine_git_processes(tmp_path: Path) -> None:
+    """Open the install, the ref's version, the ref, its listing, the scratch index (5); one
+    apply of all ten; the moved one guarded where the batch left it (its files read after and
+    before, its reverse checked: 3), never applied again alone or with the others."""
+    repo, patches = ten_patches_one_moved(tmp_path)
+    trace = tmp_path / "trace"
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "check", "--json", "--install", str(repo),
+         "--patches", str(patches), "--ref", "v1.1.0"],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"outcome": "applied-offset"' in proc.stdout
+    started = re.findall(r"trace: built-in: git (\S+)", trace.read_text())
+    assert started.count("apply") == 2, started  # the batch, and the moved one's reverse
+    assert len(started) == 9, started
