@@ -24,6 +24,8 @@ RARE = {
     "patchkeeper.engine.recorded",
     "patchkeeper.install.files",
     "patchkeeper.install.liveness",
+    "patchkeeper.patchset.plaindiff",
+    "unidiff",  # a diff in the plainest shape is read by patchset/diffsections.py
 }
 
 
