@@ -67,6 +67,8 @@ def test_a_plain_check_loads_no_rare_path(tmp_path: Path) -> None:
     )
     assert "patchkeeper.engine.checking" in modules  # it did check
     assert not RARE & modules, sorted(RARE & modules)
+    # No patchkeeper.toml in this set: nothing reads TOML, and git diffs carry no timestamps.
+    assert not {"tomllib", "datetime"} & modules
 
 
 def test_check_of_ten_patches_one_at_an_offset_starts_nine_git_processes(tmp_path: Path) -> None:
