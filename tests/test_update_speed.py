@@ -73,7 +73,11 @@ def test_update_reads_the_tree_once_resets_only_a_staged_index_reverses_once(
     trace = tmp_path / "trace"
     proc = pk("update", "--install", install, "--patches", patches, env={"GIT_TRACE": str(trace)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert traced(trace, "add -A -- .") == 1  # the snapshot; the merge-back reads 2 paths only
+    # The snapshot: one stat pass (`status`), no whole-tree `add -A`; the merge-back reads
+    # 2 paths only.
+    status = "status --porcelain=v2 -z --untracked-files=all --no-renames --ignore-submodules=none"
+    assert traced(trace, status) == 1
+    assert traced(trace, "add -A -- .") == 0
     assert traced(trace, "reset -q") == (1 if staged else 0)
     # three records, one apply (on their paths, then, with edits of the operator's, the tree)
     assert traced(trace, "apply --cached -v --reverse") == 1
@@ -97,11 +101,11 @@ def test_patches_alone_come_out_without_a_whole_tree_index(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not [line for line in trace.read_text().splitlines() if "git read-tree" in line]
     assert traced(trace, "apply --cached -v --reverse") == 0
-    # One diff of two whole trees finds what changed; the tree write reuses it (no other).
+    # The snapshot, made from the dirty paths, says what it changed: no diff of two trees;
+    # the tree write reuses it.
     set_aside = trace.read_text().split("built-in: git pull", 1)[0].splitlines()
     tree_diff = re.compile(r"built-in: git (diff-tree|diff --name-only) ")
-    diffs = [line for line in set_aside if tree_diff.search(line)]
-    assert len(diffs) == 1 and " -- " not in diffs[0], diffs
+    assert not [line for line in set_aside if tree_diff.search(line)]
     assert git(install, "for-each-ref", "refs/patchkeeper/") == ""  # no edits ref was needed
     assert all("fixed" in (install / f"f{n}.py").read_text() for n in range(3))
 
@@ -229,7 +233,7 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     """patchkeeper's own git processes in an update whose patches alone were in the tree
     (the updater runs without GIT_TRACE, so the trace holds ours alone): HEAD is read twice
     (the run's start, the apply), unmerged paths listed twice (the lock's refusal, phase 5's
-    leftovers), and the set-aside diffs two whole trees once."""
+    leftovers), and the set-aside diffs no two trees: its snapshot says what it changed."""
     _, install, patches = setup(tmp_path)
     config = patches / "patchkeeper.toml"
     config.write_text(config.read_text().replace('["git",', '["env", "-u", "GIT_TRACE", "git",'))
@@ -240,12 +244,14 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     commands = re.findall(r"trace: built-in: git (.*)$", trace.read_text(), re.MULTILINE)
     assert sum(c == "rev-parse -q --verify 'HEAD^{commit}'" for c in commands) == 2, commands
     assert sum(c.startswith("ls-files -u") for c in commands) == 2, commands
-    assert sum(c.startswith("diff-tree") for c in commands) == 1 + 1, commands  # + the apply's
-    # The patch moved on the new release: the offset guard (engine/offset_guard.py) asks once
-    # whether its reverse applies at its own place, reads the file before and after the
-    # move, and the batch applies that patch alone: 5 processes that came with it.
-    assert sum("--reverse" in c for c in commands) == 1, commands
-    assert len(commands) <= 27 + 5, commands  # 32 (+5) before these were asked once
+    assert sum(c.startswith("diff-tree") for c in commands) == 1, commands  # the apply's
+    # The patch moved on the new release: the offset guard (engine/offset_guard.py) reads the
+    # file before and after the move, and the batch applies that patch alone: 4 processes
+    # that came with it. Whether its reverse applies at its own place is not asked: the file
+    # before holds no run of the lines the patch leaves (engine/could_apply.py).
+    assert sum("--reverse" in c for c in commands) == 0, commands
+    # 32 (+5) before these were asked once; 27 (+5) with a snapshot of the whole tree
+    assert len(commands) <= 26 + 4, commands
 
 
 def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None:

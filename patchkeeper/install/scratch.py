@@ -209,6 +209,18 @@ class ScratchIndex:
         return self._git(args).stdout
 
 
+def index_entries(index: ScratchIndex) -> dict[str, tuple[str, str]]:
+    """Every entry of INDEX: path -> (mode, blob id), one `ls-files -s`."""
+    found: dict[str, tuple[str, str]] = {}
+    listing = git.run(["ls-files", "-s", "-z"], index.repo, env=index.env).stdout
+    for record in listing.split(b"\0"):
+        if record:
+            info, _, name = record.partition(b"\t")
+            mode, sha, _ = info.decode().split(" ")
+            found[name.decode(errors="surrogateescape")] = (mode, sha)
+    return found
+
+
 def _blobs_in(output: bytes, names: list[str], repo: Path) -> dict[str, bytes]:
     """`cat-file --batch` OUTPUT for NAMES, asked in that order -> name: content, for the
     names that are blobs."""

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
+from patchkeeper.install.snapshot import worktree_snapshot
 from patchkeeper.install.tempfolders import temporary_folder
+from patchkeeper.install.tree_changes import Listed
 
 _TOOL_ID = {
     "GIT_AUTHOR_NAME": "patchkeeper",
@@ -28,9 +30,43 @@ def commit_tree(repo: Path, tree: str, parent: str | None, message: str) -> str:
     return git.out(args, repo, env=_TOOL_ID)
 
 
-def worktree_tree(install: Install, also: Iterable[str] = ()) -> str:
+def worktree_tree(install: Install, also: Iterable[str] = (), head: str | None = None) -> str:
     """The work tree as a tree object: tracked and untracked files, never ignored ones, except
     the paths in ALSO (what patchkeeper wrote: a patch may create a file the install ignores).
+    HEAD: the install's HEAD commit, when the caller knows it."""
+    return worktree_state(install, also, head).tree
+
+
+@dataclass(frozen=True)
+class WorktreeState:
+    """The work tree as a tree object (TREE), and whether the install's index differs from
+    HEAD (STAGED). Made from HEAD's tree (HEAD_TREE) by the dirty paths alone, LISTED says
+    what differs between the two (as `tree_changes.list_tree_diff` would); both None when
+    the whole tree was read instead."""
+
+    tree: str
+    staged: bool
+    head_tree: str | None = None
+    listed: list[Listed] | None = None
+
+
+def worktree_state(
+    install: Install, also: Iterable[str] = (), head: str | None = None
+) -> WorktreeState:
+    """The work tree as a tree object (`worktree_tree`), and how the index stands: HEAD's
+    tree with the dirty paths alone taken from the disk (snapshot.py), or, where that does
+    not take it, git's own `add -A` of the whole tree."""
+    also = list(also)
+    head = head or git.rev_parse(install.path, "HEAD")
+    if head is not None and (taken := worktree_snapshot(install.path, head, also)) is not None:
+        made, staged = taken
+        return WorktreeState(made.tree, staged, made.base, made.listed)
+    staged = git.run(["diff", "--cached", "--quiet"], install.path, check=False)
+    return WorktreeState(_whole_tree(install, also), staged.returncode != 0)
+
+
+def _whole_tree(install: Install, also: list[str]) -> str:
+    """The work tree as `git add -A` takes it, every path of it.
 
     A copy of the install's own index gives `git add -A` valid stat data, so only changed
     files are hashed; the install's index itself is never written.

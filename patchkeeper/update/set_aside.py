@@ -9,7 +9,7 @@ from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install import git, trees
 from patchkeeper.install import journal as jr
 from patchkeeper.install.meanwhile import meanwhile
-from patchkeeper.install.scratch import plain_index, scratch_index
+from patchkeeper.install.scratch import ScratchIndex, index_entries, plain_index, scratch_index
 from patchkeeper.install.state import (
     APPLIED_FILE,
     WRITTEN_DIR,
@@ -18,6 +18,7 @@ from patchkeeper.install.state import (
     written_diff,
 )
 from patchkeeper.install.tree_changes import list_tree_diff, reversed_diff
+from patchkeeper.install.tree_overlay import overlay
 from patchkeeper.install.worktree_writer import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.update.context import RunContext
@@ -28,23 +29,22 @@ from patchkeeper.update.tree_facts import Entry, modes_of_yours, tree_changes, w
 def set_aside(ctx: RunContext) -> str:
     """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
     head, repo = ctx.journal.old_head, ctx.install.path
-    # Asked while the work tree is read (neither writes the index the snapshot is read
-    # into): HEAD's tree, and whether the install's index holds what HEAD does not.
-    head_tree_of = meanwhile(trees.tree_of, repo, head)
-    index_check = meanwhile(git.run, ["diff", "--cached", "--quiet"], repo, check=False)
     records = load_applied(ctx.state_dir)
-    snapshot = trees.worktree_tree(ctx.install, _recorded_paths(ctx, records))
-    head_tree, index_dirty = head_tree_of(), index_check()
-    if snapshot == head_tree and not records and index_dirty.returncode == 0:
+    state = trees.worktree_state(ctx.install, _recorded_paths(ctx, records), head)
+    snapshot, index_dirty = state.tree, state.staged
+    head_tree = state.head_tree or trees.tree_of(repo, head)
+    if snapshot == head_tree and not records and not index_dirty:
         return "the tree is clean: nothing to set aside"
-    # Where the snapshot is not HEAD's tree (asked while the snapshot is kept): one diff tells
-    # what the records made of each path, and, read from the other side, what the tree write
-    # below changes.
-    listed_of = meanwhile(list_tree_diff, repo, head_tree, snapshot)
+    # Where the snapshot is not HEAD's tree: one diff tells what the records made of each
+    # path, and, read from the other side, what the tree write below changes. A snapshot
+    # made from the dirty paths says it; else it is asked while the snapshot is kept.
+    listed_of = None if state.listed is not None else meanwhile(
+        list_tree_diff, repo, head_tree, snapshot
+    )  # fmt: skip
     _backup_state(ctx)
     _keep(ctx, "before", snapshot, f"patchkeeper: work tree before update {ctx.journal.id}")
     jr.checkpoint("3.1")
-    listed = listed_of()
+    listed = state.listed if listed_of is None else listed_of()
     edits_tree = _strip_patches(ctx, snapshot, head_tree, records, tree_changes(listed))
     if edits_tree != head_tree:
         message = f"patchkeeper: your edits, set aside by update {ctx.journal.id}"
@@ -55,7 +55,7 @@ def set_aside(ctx: RunContext) -> str:
     back_to_head = reversed_diff(listed)  # no second tree diff
     write_trees(repo, ctx.state_dir, "update (set-aside)", snapshot, head_tree, listed=back_to_head)
     jr.checkpoint("3.4")
-    if index_dirty.returncode != 0 or not plain_index(ctx.install.git_dir / "index"):
+    if index_dirty or not plain_index(ctx.install.git_dir / "index"):
         git.run(["reset", "-q"], ctx.install.path)  # else the index is HEAD's already
     unchanged = edits_tree == head_tree
     changed = [] if unchanged else trees.changed_paths(repo, head_tree, edits_tree)
@@ -114,8 +114,14 @@ def _strip_patches(
     yours = modes_of_yours(sections, changed)
     if not yours and _only_patches(ctx, snapshot, head_tree, sections, diffs, changed, written):
         return head_tree  # the snapshot differs from HEAD on the records' paths alone
+    paths = sorted({path for path, _, _ in sections})
+    renamed = any(b"\nrename from " in header or b"\ncopy from " in header
+                  for _, header, _ in sections)  # fmt: skip
     with scratch_index(ctx.install.path) as index:
-        index.read_tree(snapshot)
+        if renamed:  # a path the sections do not name takes part: the whole snapshot
+            index.read_tree(snapshot)
+        else:  # the records' paths alone, put back into the snapshot below
+            index.load_ref(snapshot, paths)
         # All in one `git apply` (latest first); one by one only when that fails.
         whole = b"".join(diffs[name] for name in names)
         if not all(d.endswith(b"\n") for d in diffs.values()) or (
@@ -129,7 +135,7 @@ def _strip_patches(
                 [path for path, mode in yours.items() if (mode == "100755") == executable],
                 executable,
             )
-        edits_tree = index.write_tree()
+        edits_tree = index.write_tree() if renamed else _put_back(ctx, snapshot, paths, index)
     changed = set(trees.changed_paths(ctx.install.path, head_tree, edits_tree))
     for name, files in not_reversed.items():
         if files & changed:
@@ -140,6 +146,26 @@ def _strip_patches(
         else:
             ctx.report.notes.append(f"{name} was recorded but is no longer in the tree")
     return edits_tree
+
+
+def _put_back(ctx: RunContext, snapshot: str, paths: list[str], index: ScratchIndex) -> str:
+    """The snapshot with PATHS as INDEX (which holds those paths alone) holds them, absent
+    where it holds none: the folders on their way written again, or, when that cannot be
+    done (tree_overlay.py), the whole snapshot read into an index."""
+    entries = index_entries(index)
+    made = overlay(ctx.install.path, snapshot, {path: entries.get(path) for path in paths})
+    if made is not None:
+        return made.tree
+    zero = "0" * len(snapshot)
+    lines = "".join(
+        f"{entries[path][0]} {entries[path][1]}\t{path}\0" if path in entries
+        else f"0 {zero}\t{path}\0"
+        for path in paths
+    )  # fmt: skip
+    with scratch_index(ctx.install.path) as whole:
+        whole.read_tree(snapshot)
+        whole.add_entries(lines.encode(errors="surrogateescape"))
+        return whole.write_tree()
 
 
 def _only_patches(

@@ -26,6 +26,7 @@ kernel's own figure). Bytecode is compiled first. Run by hand, not in CI.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -153,10 +154,10 @@ class Bench:
         return results
 
 
-def compile_bytecode() -> None:
+def compile_bytecode(code: Path = HERE.parent.parent) -> None:
     """Compile patchkeeper first: a run that compiles it (PYTHONDONTWRITEBYTECODE) is slower."""
     subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(HERE.parent.parent / "patchkeeper")],
+        [sys.executable, "-m", "compileall", "-q", str(code / "patchkeeper")],
         check=True,
         capture_output=True,
     )
@@ -176,22 +177,27 @@ def row(*cells: object) -> str:
     return "  ".join(f"{c!s:<{w}}" for c, w in zip(cells, widths, strict=False)).rstrip()
 
 
-def update_patch_set(upstream: Upstream, install: Path, root: Path) -> Path:
+def update_patch_set(
+    upstream: Upstream, install: Path, root: Path, pk: list[str], env: dict[str, str]
+) -> Path:
     """Ten patches that apply on both the tag before the newest and the newest (an update
-    everyone would call green), with the bare updater as [update] command."""
-    sys.path.insert(0, str(HERE.parent.parent))
-    from patchkeeper.engine.checking import check_refs
-    from patchkeeper.patchset.load import load_patch_set
-
+    everyone would call green), with the bare updater as [update] command. Chosen by the
+    measured patchkeeper's own `check --format json` (its documented schema, not its code)."""
     largest = upstream.patch_sets[max(upstream.patch_sets)]
-    patch_set = load_patch_set(largest)
-    reports = check_refs(upstream.install, patch_set, upstream.tags[-2:])
-    good = [
-        result.name
-        for result, newer in zip(reports[0].results, reports[1].results, strict=True)
-        if result.outcome in ("applied", "applied-offset")
-        and newer.outcome in ("applied", "applied-offset")
-    ][:10]
+    refs = [word for tag in upstream.tags[-2:] for word in ("--ref", tag)]
+    answer = subprocess.run(
+        [*pk, "check", "--install", str(upstream.install), "--patches", str(largest), *refs,
+         "--format", "json"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    targets = json.loads(answer.stdout)["targets"]
+    clean = [
+        {p["name"] for p in target["patches"] if p["outcome"] in ("applied", "applied-offset")}
+        for target in targets
+    ]
+    names = (largest / "series").read_text().split()
+    good = [name.removesuffix(".patch") for name in names]
+    good = [name for name in good if all(name in ok for ok in clean)][:10]
     folder = root / "patches-update"
     folder.mkdir(exist_ok=True)
     for name in good:
@@ -209,6 +215,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--tags", type=int, default=50)
     parser.add_argument("--changes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=10, help="the workload generator's seed")
+    parser.add_argument("--hunks", type=int, default=1, help="hunks per patch (patch size)")
     parser.add_argument("--sizes", default="10,50,200", help="patch set sizes M")
     parser.add_argument("--tag-counts", default="1,10,50", help="how many of the newest tags T")
     parser.add_argument("--runs", type=int, default=5)
@@ -233,6 +241,8 @@ def main() -> None:
             changes=args.changes,
             patches=max(sizes),
             sizes=tuple(sizes),
+            seed=args.seed,
+            hunks=args.hunks,
         )
         built = time.monotonic() - started
         report(args, upstream, sizes, tag_counts, skip, built)
@@ -303,11 +313,14 @@ def report(args, upstream: Upstream, sizes, tag_counts, skip, built: float) -> N
             print(f"  {size:>4} x {count:<3} {seconds * 1000 / (size * count):8.2f}")
 
 
-def update_row(bench: Bench, upstream: Upstream, pk: list[str]) -> None:
+def update_pair(bench: Bench, upstream: Upstream, pk: list[str]) -> tuple[Measured, Measured, int]:
+    """`update` with up to 10 patches and no smoke check (A) against the bare updater (B),
+    each from the same state: the tag before the newest, the patches applied for A. Returns
+    A, B and the number of patches."""
     install = upstream.root / "install-update"
     if not install.exists():
         subprocess.run(["git", "clone", "-q", str(upstream.origin), str(install)], check=True)
-    patches = update_patch_set(upstream, install, upstream.root)
+    patches = update_patch_set(upstream, install, upstream.root, pk, bench.env)
     count = len((patches / "series").read_text().split())
     before = upstream.tags[-2]
 
@@ -327,11 +340,16 @@ def update_row(bench: Bench, upstream: Upstream, pk: list[str]) -> None:
         reset()
         subprocess.run(
             [*pk, "apply", "--install", str(install), "--patches", str(patches)],
-            capture_output=True, check=True,
+            capture_output=True, check=True, env=bench.env,
         )  # fmt: skip
 
     update = [*pk, "update", "--install", str(install), "--patches", str(patches)]
     a, b = bench.pair(update, UPDATE_COMMAND, install, with_patches, reset)
+    return a, b, count
+
+
+def update_row(bench: Bench, upstream: Upstream, pk: list[str]) -> None:
+    a, b, count = update_pair(bench, upstream, pk)
     codes = ", ".join(map(str, sorted(a.codes)))
     # Run by run (each update beside the bare run next to it), so a load spike counts once.
     added = statistics.median(x - y for x, y in zip(a.seconds, b.seconds, strict=True))

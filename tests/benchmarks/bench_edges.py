@@ -98,6 +98,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--tags", type=int, default=50)
     parser.add_argument("--changes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=10, help="the workload generator's seed")
+    parser.add_argument("--hunks", type=int, default=1, help="hunks per patch (patch size)")
     parser.add_argument("--patches", type=int, default=200, help="M")
     parser.add_argument("--variants", type=int, default=30, help="V")
     parser.add_argument("--same-tags", type=int, default=200, help="S")
@@ -124,7 +126,8 @@ def main() -> None:
             sizes = (10, args.patches, 4 * args.patches)
             upstream = build(
                 root, files=args.files, tags=args.tags, changes=args.changes,
-                patches=max(sizes), sizes=tuple(sorted(set(sizes))),
+                patches=max(sizes), sizes=tuple(sorted(set(sizes))), seed=args.seed,
+                hunks=args.hunks,
             )  # fmt: skip
         report(args, upstream, time.monotonic() - started)
 

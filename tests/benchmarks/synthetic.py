@@ -1,6 +1,8 @@
-"""A synthetic upstream at CI scale, for `bench_ci.py`: FILES files, TAGS release tags, each
+"""A synthetic upstream at CI scale, for the benchmarks: FILES files, TAGS release tags, each
 release changing about CHANGES files; and a patch set of up to PATCHES patches against its
-first release.
+first release, each of HUNKS hunks in its own file. SEED picks which files the patches own
+and what each release changes: the judges hold their own generator, so a figure should hold
+for any seed, tree size and patch size, not just the defaults.
 
 Everything is deterministic (one seeded random generator) and written with `git fast-import`
 into a bare `origin`, so building 20,000 files x 50 tags takes seconds. Layout under ROOT:
@@ -10,8 +12,9 @@ into a bare `origin`, so building 20,000 files x 50 tags takes seconds. Layout u
     patches-<M>/         the first M patches of the series, for M in the sizes asked for
     floor-<M>.list       one line per patch for the bash floor: PATCH_FILE<TAB>PATH...
 
-Each file is `pkgDDD/modIIIII.py`, LINES lines of `value_I_K = K`, so every hunk's context is
-unique. Patch j changes line 15 of its own file; every 10th also changes a second file of its
+Each file is `pkgDDD/modIIIII.py`, LINES lines of `value_I_K = K` (30, more when HUNKS needs
+them), so every hunk's context is unique. Patch j changes line 15 of its own file (and, for
+HUNKS > 1, every 8th line after it: one hunk each); every 10th also changes a second file of its
 own, and every 20th also changes line 5 of the file of the patch before it (two patches that
 share a file, so the engine's hold-back and chaining are exercised). Releases change random
 files, and some patched ones on purpose:
@@ -36,6 +39,7 @@ LINES = 30
 PATCHED_LINE = 15  # 1-based line each patch changes in its main file
 SECOND_LINE = 25  # in a patch's second file
 SHARED_LINE = 5  # what a sharing patch changes in the previous patch's file
+HUNK_STEP = 8  # lines between a patch's hunks in its main file (3 context lines each side)
 _ID = b"Synthetic Upstream <upstream@bench.invalid> 1700000000 +0000"
 
 
@@ -55,8 +59,13 @@ def _path(number: int) -> str:
     return f"pkg{number % 100:03d}/mod{number:05d}.py"
 
 
-def _content(number: int) -> list[str]:
-    return [f"value_{number}_{k} = {k}\n" for k in range(1, LINES + 1)]
+def _content(number: int, lines: int = LINES) -> list[str]:
+    return [f"value_{number}_{k} = {k}\n" for k in range(1, lines + 1)]
+
+
+def lines_for(hunks: int) -> int:
+    """How long a file must be for a patch of HUNKS hunks, 8 lines apart, 3 of context."""
+    return max(LINES, PATCHED_LINE + HUNK_STEP * (hunks - 1) + 4)
 
 
 def _blob_id(data: bytes) -> str:
@@ -97,22 +106,22 @@ class _Patch:
         return f"Description: synthetic fix {self.name}\nSmoke: none (synthetic)\n---\n{diff}"
 
 
-def _patches(count: int, files: int) -> list[_Patch]:
+def _patches(count: int, files: int, seed: int, hunks: int) -> list[_Patch]:
+    """COUNT patches, each owning files chosen by SEED (a random order of the tree's files)."""
+    order = list(range(files))
+    random.Random(seed * 7919 + 13).shuffle(order)
+    owned = iter(order)
     patches: list[_Patch] = []
-    used: set[int] = set()
-
-    def own_file(seed: int) -> int:
-        number = (seed * 7919 + 13) % files
-        while number in used:
-            number = (number + 1) % files
-        used.add(number)
-        return number
-
     for j in range(count):
-        main = own_file(2 * j)
-        edits = {_path(main): {PATCHED_LINE: f"value_{main}_{PATCHED_LINE} = {j}  # fix {j}\n"}}
+        main = next(owned)
+        edits = {
+            _path(main): {
+                line: f"value_{main}_{line} = {j}  # fix {j}\n"
+                for line in range(PATCHED_LINE, PATCHED_LINE + HUNK_STEP * hunks, HUNK_STEP)
+            }
+        }
         if j % 10 == 9:
-            second = own_file(2 * j + 1)
+            second = next(owned)
             edits[_path(second)] = {SECOND_LINE: f"value_{second}_{SECOND_LINE} = -{j}\n"}
         if j % 20 == 19:
             previous = next(iter(patches[-1].edits))
@@ -148,15 +157,19 @@ def build(
     patches: int = 200,
     sizes: tuple[int, ...] = (10, 50, 200),
     seed: int = 10,
+    hunks: int = 1,
 ) -> Upstream:
     """Build the upstream, its clone and the patch sets under ROOT (which must not exist)."""
+    if patches + patches // 10 + 1 > files:
+        raise ValueError(f"{patches} patches need more than {files} files (one or two each)")
     rng = random.Random(seed)
     root.mkdir(parents=True)
     origin = root / "origin.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
-    tree = {_path(n): _content(n) for n in range(files)}
+    length = lines_for(hunks)
+    tree = {_path(n): _content(n, length) for n in range(files)}
     base = {path: list(lines) for path, lines in tree.items()}
-    series = _patches(patches, files)
+    series = _patches(patches, files, seed, hunks)
     patched = series
     names = [f"v1.{n}.0" for n in range(tags)]
     # Planned events on patches 0-3 (so every patch set size meets every outcome), then random.
@@ -184,10 +197,11 @@ def build(
                 content[where - 2] = content[where - 2].rstrip("\n") + "  # tuned\n"
             elif kind == "conflict":
                 content[where] = content[where].rstrip("\n") + "  # upstream\n"
-            else:  # upstream ships the fix itself
-                content[where] = lines[PATCHED_LINE]
+            else:  # upstream ships the fix itself, every hunk of it
+                for line, text in lines.items():
+                    content[where + line - PATCHED_LINE] = text
             changed[path] = content
-        while len(changed) < changes:
+        while len(changed) < min(changes, files - len(patched) - len(patched) // 10):
             n = rng.randrange(files)
             path = _path(n)
             if any(path in p.edits for p in patched):
