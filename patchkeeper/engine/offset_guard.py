@@ -18,8 +18,8 @@ questions before it stands:
 - A reverse that applies only at an offset too: the change stands somewhere else in the file,
   so which copy is the patch's is unclear: a conflict, nothing written.
 
-Only a patch whose forward apply moved pays for this (two reads, and a reverse check when
-the files do not rule it out).
+Only a patch whose forward apply moved pays for this (one read of its files before and after,
+and a reverse check when the files do not rule it out).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from patchkeeper.engine.apply_output import parse_offsets
 from patchkeeper.engine.could_apply import reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, added_blocks, is_telling, judge_merge
+from patchkeeper.install.index_file import read_beside
 from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model.outcomes import HunkOffset
 from patchkeeper.patchset.diffpaths import unquote
@@ -58,9 +59,8 @@ def judge_offset(
     applied = index.save()
     sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
     paths = [path for path, _ in sections]
-    after = index.read_files(paths)
     index.restore(before)
-    old = index.read_files(paths)
+    after, old = read_beside(index, applied, paths) or _read_apart(index, applied, before, paths)
     # A reverse check the files show cannot succeed is not asked (could_apply.py).
     reverse = (
         index.apply(diff, "--check", "--reverse") if _could_reverse(diff, paths, old) else None
@@ -92,6 +92,16 @@ def judge_offset(
         )
     index.restore(applied)
     return None
+
+
+def _read_apart(
+    index: ScratchIndex, applied: Saved, before: Saved, paths: list[str]
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """PATHS' content after the apply and before it, one read each (INDEX left at BEFORE)."""
+    index.restore(applied)
+    after = index.read_files(paths)
+    index.restore(before)
+    return after, index.read_files(paths)
 
 
 def _could_reverse(diff: bytes, paths: list[str], old: dict[str, bytes]) -> bool:
