@@ -25,6 +25,7 @@ RARE = {
     "patchkeeper.install.files",
     "patchkeeper.install.liveness",
     "patchkeeper.patchset.plaindiff",
+    "patchkeeper.engine.doubts",  # a merge refused, an offset that does not stand
     "unidiff",  # a diff in the plainest shape is read by patchset/diffsections.py
 }
 
@@ -60,6 +61,16 @@ def ten_patches_one_moved(tmp_path: Path) -> tuple[Path, Path]:
     return repo, write_patch_set(tmp_path / "patches", patches)
 
 
+# Loaded by a patch that is tried alone, moved or failed: not where every batch applies.
+NOT_ALL_APPLIED = {
+    "patchkeeper.engine.judge",
+    "patchkeeper.engine.failed_stream",
+    "patchkeeper.engine.conflicts",
+    "patchkeeper.engine.could_apply",
+    "patchkeeper.model.conflict_details",
+}
+
+
 def test_a_plain_check_loads_no_rare_path(tmp_path: Path) -> None:
     repo, patches = ten_patches_one_moved(tmp_path)
     modules = imported_by(
@@ -67,6 +78,11 @@ def test_a_plain_check_loads_no_rare_path(tmp_path: Path) -> None:
     )
     assert "patchkeeper.engine.checking" in modules  # it did check
     assert not RARE & modules, sorted(RARE & modules)
+    every = imported_by(
+        "check", "--ref", "v1.0.0", "--install", str(repo), "--patches", str(patches)
+    )
+    assert "patchkeeper.engine.checking" in every
+    assert not (RARE | NOT_ALL_APPLIED) & every, sorted((RARE | NOT_ALL_APPLIED) & every)
     # No patchkeeper.toml in this set: nothing reads TOML, and git diffs carry no timestamps.
     assert not {"tomllib", "datetime"} & modules
 

@@ -22,23 +22,14 @@ from patchkeeper.engine.apply_output import (
     stderr_blocks,
 )
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.failed_stream import judge_stream, reverse_checks
-from patchkeeper.engine.judge import (
-    describe,
-    guard_moved,
-    has_it_outcome,
-    judge_failed,
-    merge_has_it_outcome,
-    try_alone,
-)
 from patchkeeper.engine.merging import merge_together
 from patchkeeper.engine.sharing import item_groups
 from patchkeeper.engine.state import Item, Judging, TrialState
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import Patch, PatchFile
 
-if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
-    from patchkeeper.engine.merge_guard import Refusal
+if TYPE_CHECKING:  # made by the merge guard, only when it refuses a merge
+    from patchkeeper.engine.doubts import Refusal
 
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
 
@@ -69,7 +60,11 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
     """Apply ITEMS in order, as few `git apply` runs as the answers allow."""
     if not items:
         return
+    # Judging one patch, and reading a failed stream, load with the first batch that needs
+    # them: a check where every batch applies in place never does.
     if len(items) == 1:
+        from patchkeeper.engine.judge import try_alone
+
         try_alone(state, *items[0])
         return
     index = state.index
@@ -85,6 +80,8 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
                     result.outcome = oc.APPLIED
                     state.batched[patch.name] = variant.files
                 return
+            from patchkeeper.engine.judge import guard_moved, try_alone
+
             offsets = _moved_alone(items, sections, counts, moved)
             if offsets is not None:  # the batch holds its result alone: guard it there
                 patch, variant, result = items[moved]
@@ -103,10 +100,15 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
             try_alone(state, *items[moved])
             run_batch(state, items[moved + 1 :])
             return
+        from patchkeeper.engine.judge import try_alone
+
         index.restore(saved)  # git read the stream otherwise: one by one
         for item in items:
             try_alone(state, *item)
         return
+    from patchkeeper.engine.failed_stream import judge_stream
+    from patchkeeper.engine.judge import try_alone
+
     if proc.returncode != GIT_FATAL:
         left = judge_stream(state, items, proc.stderr)
         if left is not None:
@@ -167,6 +169,15 @@ def _judge_batch_failures(
     state: TrialState, items: list[Item], blocks: dict[str, list[str]]
 ) -> None:
     """ITEMS (no two share a file) failed in a batch; BLOCKS is what git said per file."""
+    from patchkeeper.engine.failed_stream import reverse_checks
+    from patchkeeper.engine.judge import (
+        describe,
+        has_it_outcome,
+        judge_failed,
+        merge_has_it_outcome,
+        try_alone,
+    )
+
     index = state.index
     known: list[tuple[Item, bytes]] = []
     for item in items:

@@ -25,7 +25,7 @@ and a reverse check when the files do not rule it out).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import parse_offsets
 from patchkeeper.engine.could_apply import reverse_could_apply
@@ -36,19 +36,12 @@ from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model.outcomes import HunkOffset
 from patchkeeper.patchset.diffpaths import unquote
 
+if TYPE_CHECKING:
+    from patchkeeper.engine.doubts import OffsetDoubt
+
 _HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))?")
 
 Saved = tuple[bytes | None, str | None]
-
-
-@dataclass(frozen=True)
-class OffsetDoubt:
-    """Why an apply at an offset does not stand. REVERSE: the patch's reverse applies at its
-    own place; HAS_IT: every added block is there already, at its place; else unclear."""
-
-    reverse: bool
-    has_it: bool
-    detail: str
 
 
 def judge_offset(
@@ -66,7 +59,7 @@ def judge_offset(
         index.apply(diff, "--check", "--reverse") if _could_reverse(diff, paths, old) else None
     )
     if reverse is not None and reverse.returncode == 0 and not parse_offsets(reverse.stderr):
-        return OffsetDoubt(
+        return _doubt(
             True,
             True,
             "its reverse applies at the patch's own place (the forward apply would only "
@@ -74,7 +67,7 @@ def judge_offset(
         )
     there = _between(sections, old, offsets)
     if there:
-        return OffsetDoubt(
+        return _doubt(
             False,
             True,
             f"its {there} added line(s) stand already between the patch's own place and the "
@@ -82,9 +75,9 @@ def judge_offset(
         )
     refusal = judge_merge(sections, old, after, "an apply at an offset")
     if refusal is not None:
-        return OffsetDoubt(False, refusal.has_it, refusal.detail)
+        return _doubt(False, refusal.has_it, refusal.detail)
     if reverse is not None and reverse.returncode == 0:
-        return OffsetDoubt(
+        return _doubt(
             False,
             False,
             "it applies only at an offset and its reverse applies too, elsewhere: the file "
@@ -140,3 +133,9 @@ def _between(
                     return 0
                 found += sum(1 for line in block.lines if is_telling(line))
     return found if found >= EVIDENCE else 0
+
+
+def _doubt(reverse: bool, has_it: bool, detail: str) -> OffsetDoubt:
+    from patchkeeper.engine.doubts import OffsetDoubt  # only an apply that does not stand
+
+    return OffsetDoubt(reverse, has_it, detail)
