@@ -22,8 +22,8 @@ RARE = {
     "patchkeeper.model.nextstep",
     "patchkeeper.patchset.conditions",
     "patchkeeper.engine.recorded",
-    "patchkeeper.install.files",
-    "patchkeeper.install.liveness",
+    "patchkeeper.install.system.durable",
+    "patchkeeper.install.system.liveness",
     "patchkeeper.patchset.plaindiff",
     "patchkeeper.engine.doubts",  # a merge refused, an offset that does not stand
     "unidiff",  # a diff in the plainest shape is read by patchset/diffsections.py

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.install.index_file import blob_ids
+from patchkeeper.install.plumbing.index_file import blob_ids
 from tests.helpers import GIT_ID, git
 from tests.test_check_counts import ten_patches_one_moved
 

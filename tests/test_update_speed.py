@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from patchkeeper.engine import patching
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout.install import open_install
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
 from tests.helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text

@@ -50,7 +50,7 @@ from patchkeeper.engine.merging import BlobCheck
 from patchkeeper.engine.ref_content import upstream_has_content
 from patchkeeper.engine.sharing import shared_files
 from patchkeeper.engine.state import Classification, Item, Judging, TrialState
-from patchkeeper.install.scratch import Scratch, ScratchIndex, open_scratch
+from patchkeeper.install.plumbing.scratch_index import IndexFolder, ScratchIndex, open_scratch
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchFile, PatchSet
@@ -124,7 +124,7 @@ def classify(
         patch_set.root,
         upstream_ref,
     )
-    scratch = Scratch()
+    scratch = IndexFolder()
     try:
         index = open_scratch(repo, scratch, private_objects=True)
         batch = BATCHES if batch is None else batch

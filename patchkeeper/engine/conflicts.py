@@ -13,7 +13,7 @@ import re
 
 from patchkeeper.engine.apply_output import output_lines, stderr_blocks
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.conflict_details import HunkConflict, Mismatch
 
 

@@ -36,7 +36,7 @@ from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.judge import describe, has_it_outcome, judge_failed, merge_has_it_outcome
 from patchkeeper.engine.merging import merge_alone, merge_together, preimages
 from patchkeeper.engine.state import Item, TrialState
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import PatchFile
 

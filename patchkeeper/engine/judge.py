@@ -19,7 +19,7 @@ from patchkeeper.engine.could_apply import reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merging import BlobCheck, merge_alone
 from patchkeeper.engine.state import Judging, TrialState
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile

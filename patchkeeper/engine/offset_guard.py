@@ -31,8 +31,8 @@ from patchkeeper.engine.apply_output import parse_offsets
 from patchkeeper.engine.could_apply import reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, added_blocks, is_telling, judge_merge
-from patchkeeper.install.index_file import read_beside
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.index_file import read_beside
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.outcomes import HunkOffset
 from patchkeeper.patchset.diffpaths import unquote
 

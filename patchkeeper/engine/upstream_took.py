@@ -24,7 +24,7 @@ import functools
 from patchkeeper.engine.could_apply import fuzz_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, is_telling
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.conflict_details import TOOK_SHARE, HunkHeld, UpstreamTook
 
 

@@ -19,13 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.files import atomic_write
-from patchkeeper.install.scratch import scratch_index
-from patchkeeper.install.settle import INTERRUPTED_PREFIX
-from patchkeeper.install.trees import changed_paths
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.checkout.tree_objects import changed_paths
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import scratch_index
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.system.durable import atomic_write
+from patchkeeper.install.writer.settle import INTERRUPTED_PREFIX
 from patchkeeper.leftovers.receipts import install_receipts
 from patchkeeper.leftovers.reflog import ReflogEntry, read_reflog
 from patchkeeper.model import nextstep

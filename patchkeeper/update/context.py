@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.lock import InstallLock
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.locks.install_lock import InstallLock
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.model import nextstep
 from patchkeeper.update.report import UpdateReport

@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from patchkeeper.install.liveness import group_alive, process_start_time
-from patchkeeper.install.tempfolders import remove_folder
+from patchkeeper.install.system.liveness import group_alive, process_start_time
+from patchkeeper.install.system.temp_folders import remove_folder
 
 SCRATCH_DIR = "smoke"  # under the install's state dir: each running check's HOME and TMPDIR
 GROUP_FILE = "group"  # in a check's scratch folder: its process group, while it may run

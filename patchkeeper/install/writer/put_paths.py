@@ -1,12 +1,12 @@
 """Putting paths in place durably: each new content staged in a temporary file beside its path,
 synced, and renamed over the old one, so no path is ever missing or half written.
 
-The writing half of the work tree writer (worktree_writer.py), used by it for a whole write
-(`put_all`) and by `settle` (settle.py) to put one path back (`put`). A deletion is an unlink,
-a mode change a chmod, a symlink is made at the temporary name and renamed too. The temporary
-name (`.patchkeeper-ID-K`) is the write's id and the path's number in its journal, so `settle`
-finds and removes what a kill left behind. The fsyncs run on a few threads at once: the disk
-serves them together.
+The writing half of the work tree writer (writer/write.py), used by it for a whole write
+(`put_all`) and by `settle` (writer/settle.py) to put one path back (`put`). A deletion is an
+unlink, a mode change a chmod, a symlink is made at the temporary name and renamed too. The
+temporary name (`.patchkeeper-ID-K`) is the write's id and the path's number in its journal, so
+`settle` finds and removes what a kill left behind. The fsyncs run on a few threads at once: the
+disk serves them together.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from patchkeeper.install.files import side_by_side, sync_folder
-from patchkeeper.install.journal import checkpoint
-from patchkeeper.install.tree_changes import EXECUTABLE, SYMLINK, Change
+from patchkeeper.install.records.update_journal import checkpoint
+from patchkeeper.install.system.durable import side_by_side, sync_folder
+from patchkeeper.install.writer.changes import EXECUTABLE, SYMLINK, Change
 from patchkeeper.model.errors import environment_problem
 
 

@@ -1,10 +1,10 @@
 """What a tree write changes: one `Change` per path, read from two trees and from the disk.
 
-The first step of the work tree writer (worktree_writer.py), kept apart because it only reads:
+The first step of the work tree writer (writer/write.py), kept apart because it only reads:
 `changes_between` lists the paths two trees differ in, reads their new content from git's
 object store and their old content from the work tree, and refuses (nothing written yet) when
-the disk is not what the old tree says. `on_disk` is also how `settle` (settle.py) tells, after
-a kill, whether a path holds its old content, its new one, or someone else's.
+the disk is not what the old tree says. `on_disk` is also how `settle` (writer/settle.py) tells,
+after a kill, whether a path holds its old content, its new one, or someone else's.
 """
 
 from __future__ import annotations
@@ -16,15 +16,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.tree_diff import Listed, list_tree_diff
 
 FILE, EXECUTABLE, SYMLINK = "100644", "100755", "120000"
 _GITLINK = "160000"
-# One path of a raw tree diff: (path, old mode, new mode, old blob, new blob); an absent
-# side has mode 000000 and the all-zero id, as `git diff-tree --raw` says it.
-Listed = tuple[str, str, str, str, str]
-
-
 @dataclass(frozen=True)
 class Change:
     """One path's old and new state; a mode of None means the path is absent."""
@@ -94,34 +90,6 @@ def _same_as_git_sees(repo: Path, paths: list[str], shas: list[str]) -> bool:
     query = "\n".join(paths).encode(errors="surrogateescape")
     proc = git.run(["hash-object", "--stdin-paths"], repo, stdin=query, check=False)
     return proc.returncode == 0 and proc.stdout.decode().split() == shas
-
-
-def list_tree_diff(
-    repo: Path,
-    old_tree: str,
-    new_tree: str,
-    paths: Iterable[str] = (),
-    *,
-    env: Mapping[str, str] | None = None,
-) -> list[Listed]:
-    """Each path where OLD_TREE and NEW_TREE differ (limited to PATHS when given), in git's
-    order: one `git diff-tree -r`, no renames."""
-    limit = ["--", *paths] if paths else []
-    args = ["diff-tree", "-r", "-z", "--no-renames", old_tree, new_tree, *limit]
-    fields = git.run(args, repo, env=env).stdout.split(b"\0")
-    listed: list[Listed] = []
-    for header, name in zip(fields[0::2], fields[1::2], strict=False):
-        if header.startswith(b":"):
-            old_mode, new_mode, old_sha, new_sha, _ = header[1:].decode().split(" ")
-            path = name.decode(errors="surrogateescape")
-            listed.append((path, old_mode, new_mode, old_sha, new_sha))
-    return listed
-
-
-def reversed_diff(listed: Sequence[Listed]) -> list[Listed]:
-    """LISTED from the other side: the diff of the same two trees, NEW to OLD (the same
-    paths, in the same order: git orders a diff by path, whichever side it starts from)."""
-    return [(path, new_mode, old_mode, new, old) for path, old_mode, new_mode, old, new in listed]
 
 
 def changes_between(

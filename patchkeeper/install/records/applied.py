@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from patchkeeper.install.files import atomic_write, atomic_write_all, sync_folder
+from patchkeeper.install.system.durable import atomic_write, atomic_write_all, sync_folder
 from patchkeeper.model.errors import UserError
 
 APPLIED_FILE = "applied.json"

@@ -2,9 +2,9 @@
 their way: only those folders are read (one `cat-file --batch`) and written again (one
 `git mktree --batch`); every other folder of the tree is kept by its id, never listed.
 
-This is how the work tree's snapshot (snapshot.py) costs what changed, not the size of the
-tree: git's own route (an index of every path, `write-tree`) reads and writes an entry per
-file. The ids of the new trees are worked out here (the children's are needed before their
+This is how the work tree's snapshot (plumbing/work_tree_snapshot.py) costs what changed, not the
+size of the tree: git's own route (an index of every path, `write-tree`) reads and writes an entry
+per file. The ids of the new trees are worked out here (the children's are needed before their
 parents are written) and must be the ids `mktree` answers; any other answer is None, and the
 caller takes git's own route.
 """
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.tree_changes import Listed
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.tree_diff import Listed
 
 Entry = tuple[str, str] | None  # (mode, object id) of a path in a tree; None: absent
 _TREE = b"40000"
@@ -27,7 +27,7 @@ _KINDS = {b"40000": b"tree", b"160000": b"commit"}  # any other mode names a blo
 @dataclass(frozen=True)
 class Overlaid:
     """A tree made by `overlay`: BASE's tree id, the new tree's, and the raw diff between
-    the two (`git diff-tree -r` of them, in git's order: what tree_changes.list_tree_diff
+    the two (`git diff-tree -r` of them, in git's order: what tree_diff.list_tree_diff
     would say, told from the entries read, no process)."""
 
     base: str

@@ -9,7 +9,7 @@ With `private_objects`, every object the scratch work writes (blobs `git apply` 
 has the install's own store as an alternate (`GIT_OBJECT_DIRECTORY`,
 `GIT_ALTERNATE_OBJECT_DIRECTORIES`): the install's `.git/objects` is left exactly as it was,
 which a read-only command (`check`, `status`) owes its user. The objects live as long as the
-ScratchIndex (or whoever holds its `Scratch` folder), so diffs between its trees can still be
+ScratchIndex (or whoever holds its `IndexFolder` folder), so diffs between its trees can still be
 taken after the work is done.
 """
 
@@ -25,14 +25,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.mode_check import mode_refusal
-from patchkeeper.install.tempfolders import new_folder, remove_folder
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.mode_check import mode_refusal
+from patchkeeper.install.system.temp_folders import new_folder, remove_folder
 
 
-class Scratch:
+class IndexFolder:
     """A temporary folder for one scratch index (and its private objects); removed by
-    `close`, or when nothing refers to it any more (tempfolders.py: a folder that cannot be
+    `close`, or when nothing refers to it any more (system/temp_folders.py: a folder that cannot be
     removed is one warning line, never a traceback)."""
 
     def __init__(self) -> None:
@@ -242,14 +242,14 @@ def _blobs_in(output: bytes, names: list[str], repo: Path) -> dict[str, bytes]:
 def scratch_index(repo: Path, *, private_objects: bool = False) -> Iterator[ScratchIndex]:
     """A scratch index for REPO; with PRIVATE_OBJECTS, nothing it writes reaches REPO's
     object store (see the module docstring)."""
-    scratch = Scratch()
+    scratch = IndexFolder()
     try:
         yield open_scratch(repo, scratch, private_objects=private_objects)
     finally:
         scratch.close()
 
 
-def open_scratch(repo: Path, scratch: Scratch, *, private_objects: bool) -> ScratchIndex:
+def open_scratch(repo: Path, scratch: IndexFolder, *, private_objects: bool) -> ScratchIndex:
     """A scratch index in SCRATCH's folder (which the caller keeps and closes)."""
     objects = scratch.path / "objects" if private_objects else None
     return ScratchIndex(repo, scratch.path / "index", objects=objects)

@@ -2,8 +2,8 @@
 
 A patch making a file executable "applies" under `--cached` to a file that is executable
 already, changing nothing: a fix would be called written (or, in reverse, in place) while the
-tree says otherwise. The scratch index (scratch.py) asks here first: when its entries hold
-another mode than a mode change starts from, the apply fails, in git's words.
+tree says otherwise. The scratch index (plumbing/scratch_index.py) asks here first: when its entries
+hold another mode than a mode change starts from, the apply fails, in git's words.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from patchkeeper.install import git
+from patchkeeper.install.plumbing import git
 from patchkeeper.patchset.modechanges import starting_modes
 
 

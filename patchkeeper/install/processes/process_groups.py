@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from patchkeeper.install.files import atomic_write
-from patchkeeper.install.journal import checkpoint
+from patchkeeper.install.records.update_journal import checkpoint
+from patchkeeper.install.system.durable import atomic_write
 from patchkeeper.model.errors import PatchkeeperError, environment_problem, is_environment_error
 
 KILL_GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL

@@ -2,13 +2,13 @@
 the paths that differ from it taken from the disk.
 
 The tree is the one `git add -A` makes on a copy of the install's index (what this module
-stands in for, and what trees.py still does when this cannot tell): tracked and untracked
-files, never ignored ones, except the paths the caller names. One `git status` (porcelain
+stands in for, and what checkout/tree_objects.py still does when this cannot tell): tracked and
+untracked files, never ignored ones, except the paths the caller names. One `git status` (porcelain
 v2, which writes nothing: GIT_OPTIONAL_LOCKS=0) finds the paths that can differ from HEAD:
 the index against HEAD (answered from the index's cached trees), the disk against the index
 (by stat data; a file is read only when its stat data cannot tell) and the untracked files.
 Only those paths are hashed (`hash-object`, with git's own clean filters) and only the
-folders on their way are written (tree_overlay.py): what this costs grows with what
+folders on their way are written (plumbing/tree_overlay.py): what this costs grows with what
 changed, not with the tree, but for the stat pass every `git status` makes.
 
 Anything this does not take gives None, and the caller takes the whole-tree route: a
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.scratch import index_entries, scratch_index
-from patchkeeper.install.tree_overlay import Entry, Overlaid, overlay
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import index_entries, scratch_index
+from patchkeeper.install.plumbing.tree_overlay import Entry, Overlaid, overlay
 
 _GITLINK = "160000"
 _STATUS = ["status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames",

@@ -1,9 +1,9 @@
 """The journal of one tree write: `tree-write.json` in the state folder, there exactly while a
 write of the work tree is unfinished.
 
-The work tree writer (worktree_writer.py) saves it, synced, BEFORE the first path changes and
-removes it once every path is in place; `settle` (settle.py) reads it back after a kill to undo
-the write. It holds every path's old and new mode and content (base64), the write's id (which
+The work tree writer (writer/write.py) saves it, synced, BEFORE the first path changes and
+removes it once every path is in place; `settle` (writer/settle.py) reads it back after a kill to
+undo the write. It holds every path's old and new mode and content (base64), the write's id (which
 names its temporary files) and the command that was writing. Kept apart as the one place
 that knows the file's format, for the writer that saves it and for `settle` that reads it.
 """
@@ -15,8 +15,8 @@ import json
 import os
 from pathlib import Path
 
-from patchkeeper.install.files import atomic_write, sync_folder
-from patchkeeper.install.tree_changes import Change
+from patchkeeper.install.system.durable import atomic_write, sync_folder
+from patchkeeper.install.writer.changes import Change
 from patchkeeper.model.errors import EnvironmentProblem
 
 JOURNAL_FILE = "tree-write.json"

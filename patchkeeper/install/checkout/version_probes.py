@@ -1,6 +1,6 @@
 """Run what reads a version: `git describe` (tags read as `[tags]` says), the upstream's own
 version command; and learn the remote's release tags. Which source is asked, in what order,
-and what a file or stamp says is install/version_chain.py's.
+and what a file or stamp says is install/checkout/version_chain.py's.
 
 Describe comes last in a real chain: release installs are shallow, fetched with `--no-tags`,
 so describe often has no tag to name, and where it has one it may be a CalVer tag
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from patchkeeper.install import git
+from patchkeeper.install.plumbing import git
 from patchkeeper.patchset.version_sources import NAMES_ARE_VERSIONS, DescribeSource, TagNames
 from patchkeeper.patchset.versions import PEP440, VersionInfo, VersionScheme, describe_parts
 
@@ -62,7 +62,8 @@ def version_from_command(
     It runs in a process group of its own: past TIMEOUT, or once it exits, the whole group is
     ended, so no helper it started outlives it.
     """
-    from patchkeeper.install.processes import run_in_group  # only for a [install] version_command
+    # only for a [install] version_command
+    from patchkeeper.install.processes.process_groups import run_in_group
 
     output: list[bytes] = []
 

@@ -18,13 +18,13 @@ then hands the two trees to `write_trees`, which:
 
 A write that fails half-way (disk full, read-only, permission) undoes the paths it had
 written, from the journal, and says which path and why (`EnvironmentProblem`). A kill leaves
-the journal: `settle` (settle.py, run by every writing command before it reads the tree, and
+the journal: `settle` (writer/settle.py, run by every writing command before it reads the tree, and
 by `recover`) undoes the interrupted write whole, and keeps a path changed by someone since in
 a ref that `leftovers` lists.
 
-Its parts: what changes, path by path (tree_changes.py: steps 1 and 2); the journal
-(tree_write_journal.py: steps 3 and 5); putting each path in place (path_writer.py: step 4);
-undoing after a kill (settle.py). This module is the sequence, and the one way in.
+Its parts: what changes, path by path (writer/changes.py: steps 1 and 2); the journal
+(writer/write_journal.py: steps 3 and 5); putting each path in place (writer/put_paths.py: step 4);
+undoing after a kill (writer/settle.py). This module is the sequence, and the one way in.
 
 One fsync per written file and one per folder: the cost follows the paths written, never the
 size of the tree.
@@ -36,11 +36,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.path_writer import put_all
-from patchkeeper.install.tree_changes import Listed, changes_between
-from patchkeeper.install.tree_write_journal import clear_journal, save_journal
-from patchkeeper.install.trees import MergePreview, changed_paths
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.checkout.tree_objects import MergePreview, changed_paths
+from patchkeeper.install.plumbing.tree_diff import Listed
+from patchkeeper.install.writer.changes import changes_between
+from patchkeeper.install.writer.put_paths import put_all
+from patchkeeper.install.writer.write_journal import clear_journal, save_journal
 from patchkeeper.model.errors import EnvironmentProblem
 
 
@@ -57,7 +58,7 @@ def write_trees(
 ) -> list[str]:
     """Turn the work tree at ROOT from OLD_TREE into NEW_TREE (see the module docstring);
     ENV reads the trees (a scratch index's private objects); LISTED is their diff when the
-    caller has it (`tree_changes.list_tree_diff`). Returns the paths written."""
+    caller has it (`tree_diff.list_tree_diff`). Returns the paths written."""
     changes = changes_between(root, old_tree, new_tree, paths, env=env, listed=listed)
     if not changes:
         return []
@@ -80,7 +81,7 @@ def write_merge(
     markers: bool = False,
     command: str = "leftovers restore",
 ) -> list[str]:
-    """Write the merged content of every non-conflicting path (worktree_writer.py: each file
+    """Write the merged content of every non-conflicting path (writer/write.py: each file
     old or new, whatever kills us); COMMAND is what its journal says was writing.
 
     With MARKERS, conflicting paths are written too, holding git's conflict markers for a

@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.snapshot import worktree_snapshot
-from patchkeeper.install.tempfolders import temporary_folder
-from patchkeeper.install.tree_changes import Listed
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.tree_diff import Listed
+from patchkeeper.install.plumbing.work_tree_snapshot import worktree_snapshot
+from patchkeeper.install.system.temp_folders import temporary_folder
 
 _TOOL_ID = {
     "GIT_AUTHOR_NAME": "patchkeeper",
@@ -41,7 +41,7 @@ def worktree_tree(install: Install, also: Iterable[str] = (), head: str | None =
 class WorktreeState:
     """The work tree as a tree object (TREE), and whether the install's index differs from
     HEAD (STAGED). Made from HEAD's tree (HEAD_TREE) by the dirty paths alone, LISTED says
-    what differs between the two (as `tree_changes.list_tree_diff` would); both None when
+    what differs between the two (as `tree_diff.list_tree_diff` would); both None when
     the whole tree was read instead."""
 
     tree: str
@@ -54,7 +54,8 @@ def worktree_state(
     install: Install, also: Iterable[str] = (), head: str | None = None
 ) -> WorktreeState:
     """The work tree as a tree object (`worktree_tree`), and how the index stands: HEAD's
-    tree with the dirty paths alone taken from the disk (snapshot.py), or, where that does
+    tree with the dirty paths alone taken from the disk (plumbing/work_tree_snapshot.py), or, where
+    that does
     not take it, git's own `add -A` of the whole tree."""
     also = list(also)
     head = head or git.rev_parse(install.path, "HEAD")

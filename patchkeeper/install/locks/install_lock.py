@@ -48,11 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkeeper.install.liveness import process_start_time, same_process, started_at
+from patchkeeper.install.system.liveness import process_start_time, same_process, started_at
 from patchkeeper.model.errors import BusyError, environment_problem, is_environment_error
 
 if TYPE_CHECKING:
-    from patchkeeper.install.settle import Settled
+    from patchkeeper.install.writer.settle import Settled
 
 LOCK_NAME = "lock"
 _POLL_SECONDS = 0.1

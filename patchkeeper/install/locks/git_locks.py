@@ -31,8 +31,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.liveness import command_name, state_and_group
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.system.liveness import command_name, state_and_group
 
 _PROC = Path("/proc")
 

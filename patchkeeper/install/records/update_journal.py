@@ -11,8 +11,8 @@ there an unfinished update?" is one `exists()`.
 For tests, PATCHKEEPER_STOP_AT_PHASE=N kills the process (SIGKILL, no clean-up) right after
 the journal records that phase N starts: a crash at every phase boundary can be reproduced.
 `N.k` names a point inside phase N (see the `checkpoint` calls under update/; `4.0.3`, the
-updater let go, is in processes.py), and `write.K` the instant after a tree write put its Kth
-path in place (path_writer.py).
+updater let go, is in processes/process_groups.py), and `write.K` the instant after a tree write put
+its Kth path in place (writer/put_paths.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from patchkeeper.install.files import atomic_write
+from patchkeeper.install.system.durable import atomic_write
 from patchkeeper.model.errors import PatchkeeperError
 
 JOURNAL_FILE = "journal.json"

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from patchkeeper.install.scratch import ScratchIndex
+    from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 
 _HASH_SIZES = (20, 32)  # SHA-1, SHA-256 repositories
 _STAT_SIZE = 40  # ctime, mtime, dev, ino, mode, uid, gid, size: ten 32-bit fields

@@ -7,8 +7,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.version_chain import worktree_version
+from patchkeeper.install.checkout.version_chain import worktree_version
+from patchkeeper.install.plumbing import git
 from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.versions import VersionInfo
@@ -111,5 +111,5 @@ def refuse_if_busy_with_git(install: Install) -> None:
 
 def install_version(install: Install, settings: Settings) -> VersionInfo:
     """The version that runs: the patch set's version sources asked in the work tree, the
-    first to answer wins (install/version_chain.py)."""
+    first to answer wins (install/checkout/version_chain.py)."""
     return worktree_version(install.path, settings)

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install.checkout import Install, open_install
+from patchkeeper.install.checkout.install import Install, open_install
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.patchset.model import PatchSet
@@ -53,7 +53,7 @@ def digest(patch_set: PatchSet) -> str:
 def remember(state_dir: Path, patch_set: PatchSet) -> None:
     import json
 
-    from patchkeeper.install.files import atomic_write  # a writer's: check writes nothing
+    from patchkeeper.install.system.durable import atomic_write  # a writer's: check writes nothing
 
     document = {"path": str(patch_set.root), "digest": digest(patch_set)}
     data = json.dumps(document, indent=2).encode() + b"\n"
@@ -117,7 +117,7 @@ def choose_near(patches_dir: Path | None, install_path: Path | None) -> Choice:
 
 def foreign_records(install: Install, patch_set: PatchSet) -> list[str]:
     """Patches recorded as applied in the install that PATCH_SET does not hold."""
-    from patchkeeper.install.state import load_applied
+    from patchkeeper.install.records.applied import load_applied
 
     held = {patch.name for patch in patch_set.patches}
     return sorted(set(load_applied(install.state_dir)) - held)

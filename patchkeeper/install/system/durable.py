@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from patchkeeper.install.liveness import provably_gone
+from patchkeeper.install.system.liveness import provably_gone
 from patchkeeper.model.errors import environment_problem, is_environment_error
 
 

@@ -13,8 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.version import describe_all, describe_version, version_from_command
+from patchkeeper.install.checkout.version_probes import (
+    describe_all,
+    describe_version,
+    version_from_command,
+)
+from patchkeeper.install.plumbing import git
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.userfiles import read_user_file
 from patchkeeper.patchset.version_sources import (
@@ -140,7 +144,8 @@ def read_small_blobs(
         query = "".join(f"{sha}\n" for _, sha in small).encode()
         output = git.run(["cat-file", "--batch"], repo, stdin=query).stdout
         position = 0
-        for pair, _sha in small:  # an answer cut short is exit 7 (git.py), never a ValueError
+        # an answer cut short is exit 7 (plumbing/git.py), never a ValueError
+        for pair, _sha in small:
             line, position = git.batch_record(output, position, repo)
             size = int(line.split(b" ")[2])
             found[pair] = git.batch_content(output, position, size, repo)

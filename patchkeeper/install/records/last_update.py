@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.instants import parse_instant
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.instants import parse_instant
 
 
 @dataclass(frozen=True)

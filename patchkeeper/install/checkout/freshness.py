@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.version import adopt_remote_tags
+from patchkeeper.install.checkout.version_probes import adopt_remote_tags
+from patchkeeper.install.plumbing import git
 
 FETCH_TIMEOUT = 300.0
 

@@ -1,13 +1,13 @@
 """After a kill: undo the interrupted tree write its journal names, path by path.
 
-A kill during a write of the work tree (worktree_writer.py) leaves its journal
-(tree_write_journal.py). `settle` (run by every writing command before it reads the tree, and
+A kill during a write of the work tree (writer/write.py) leaves its journal
+(writer/write_journal.py). `settle` (run by every writing command before it reads the tree, and
 by `recover`) puts each path back as it was before the write, removing the temporary files,
 so the command that was killed is undone whole and the one that runs next starts from a
 consistent tree. A path that holds neither the old nor the new content was changed by
 someone after the crash: it is left as it is, never taken for ours, and its old content is
 kept in a ref (`refs/patchkeeper/interrupted/ID`) that `leftovers` lists until a person
-settles it. A kill during a write of the state (files.py) can leave a temporary file there:
+settles it. A kill during a write of the state (system/durable.py) can leave a temporary file there:
 `settle` removes it once its writer is gone.
 """
 
@@ -18,12 +18,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.files import remove_dead_temps
-from patchkeeper.install.path_writer import put, temp_name
-from patchkeeper.install.tree_changes import Change, on_disk
-from patchkeeper.install.tree_write_journal import clear_journal, load_journal
-from patchkeeper.install.trees import commit_tree
+from patchkeeper.install.checkout.tree_objects import commit_tree
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.system.durable import remove_dead_temps
+from patchkeeper.install.writer.changes import Change, on_disk
+from patchkeeper.install.writer.put_paths import put, temp_name
+from patchkeeper.install.writer.write_journal import clear_journal, load_journal
 from patchkeeper.model import nextstep
 from patchkeeper.model.errors import environment_problem
 
@@ -60,7 +60,7 @@ def _kept_ref(root: Path, write_id: str, changes: list[Change]) -> tuple[str | N
     head = git.rev_parse(root, "HEAD")
     if head is None:
         return None, ""
-    from patchkeeper.install.scratch import scratch_index
+    from patchkeeper.install.plumbing.scratch_index import scratch_index
 
     listing = b""
     for change in changes:
