@@ -78,15 +78,20 @@ def test_layouts_it_does_not_read_are_none(tmp_path: Path) -> None:
     assert blob_ids(index.read_bytes(), ["a.py"]) is None  # entries in the shared index
 
 
-def test_a_version_4_scratch_index_reads_each_state_alone_with_the_same_result(
-    tmp_path: Path,
-) -> None:
-    """index.version = 4 in the install: the offset guard's reads fall back to one each."""
+def test_a_scratch_index_read_otherwise_gives_the_same_result(tmp_path: Path) -> None:
+    """index.version = 4, or core.splitIndex (the scratch index's entries then partly in a
+    shared file): the offset guard reads each state on its own, with the same JSON."""
     repo, patches = ten_patches_one_moved(tmp_path)
     outputs = []
-    for version in ("2", "4"):
-        git(repo, "config", "index.version", version)
-        trace = tmp_path / f"trace-{version}"
+    for number, (key, value, expected) in enumerate(
+        (
+            ("index.version", "2", ["--batch"]),
+            ("index.version", "4", ["blob", "blob"]),
+            ("core.splitIndex", "true", ["blob", "blob"]),
+        )
+    ):
+        git(repo, "config", key, value)
+        trace = tmp_path / f"trace-{number}"
         proc = subprocess.run(
             [sys.executable, "-m", "patchkeeper", "check", "--json", "--install", str(repo),
              "--patches", str(patches), "--ref", "v1.1.0"],
@@ -96,5 +101,6 @@ def test_a_version_4_scratch_index_reads_each_state_alone_with_the_same_result(
         assert proc.returncode == 0, proc.stderr
         outputs.append(proc.stdout)
         reads = re.findall(r"git cat-file (--batch|blob)(?: |$)", trace.read_text(), re.M)
-        assert reads == (["--batch"] if version == "2" else ["blob", "blob"])
-    assert outputs[0] == outputs[1]
+        assert reads == expected, key
+        git(repo, "config", "--unset", key)
+    assert outputs[0] == outputs[1] == outputs[2]
