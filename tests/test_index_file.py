@@ -52,6 +52,17 @@ def test_a_conflict_stage_is_left_out_and_version_4_is_not_read(tmp_path: Path) 
     assert entry_ids(None, 20) is None
 
 
+def test_a_split_or_cut_index_is_not_read(tmp_path: Path) -> None:
+    """Under core.splitIndex git splits a scratch index too: its file then holds only some
+    entries (the rest in a shared index), so reading it alone would miss paths."""
+    repo = make_repo(tmp_path / "repo", {"f.txt": "one\n", "g.txt": "two\n"})
+    index = repo / ".git" / "index"
+    assert entry_ids(index.read_bytes()[:-7], 20) is None  # cut short
+    git(repo, "update-index", "--split-index")
+    assert b"link" in index.read_bytes()
+    assert entry_ids(index.read_bytes(), 20) is None
+
+
 def test_a_moved_patch_is_guarded_with_one_read(tmp_path: Path) -> None:
     text = "".join(f"line {n}\n" for n in range(40))
     repo = make_repo(tmp_path / "repo", {"f.txt": text})

@@ -86,7 +86,9 @@ def run(
     if tag_globs or since is not None:
         if since is not None:
             since = _since_in(since, workspace.settings.version_scheme)
-        selection = checking.select_tags(repo, tag_globs, since, workspace.settings.tags)
+        from patchkeeper.engine.tag_selection import select_tags  # --tags, --since only
+
+        selection = select_tags(repo, tag_globs, since, workspace.settings.tags)
         tags, unknown = selection.tags, selection.unknown
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"

@@ -22,22 +22,14 @@ from patchkeeper.engine.apply_output import (
     stderr_blocks,
 )
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.engine.failed_stream import judge_stream, reverse_checks
-from patchkeeper.engine.judge import (
-    describe,
-    has_it_outcome,
-    judge_failed,
-    merge_has_it_outcome,
-    try_alone,
-)
 from patchkeeper.engine.merging import merge_together
 from patchkeeper.engine.sharing import item_groups
 from patchkeeper.engine.state import Item, Judging, TrialState
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import Patch, PatchFile
 
-if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
-    from patchkeeper.engine.merge_guard import Refusal
+if TYPE_CHECKING:  # loaded when a patch fails, or by the first clean 3-way merge
+    from patchkeeper.engine.doubts import Refusal
 
 _SECTION_RE = re.compile(rb"^diff --git ", re.MULTILINE)
 
@@ -71,7 +63,7 @@ def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> No
     if not items:
         return
     if len(items) == 1:
-        try_alone(state, *items[0])
+        _alone(state, items[0])
         return
     index = state.index
     saved = index.save()
@@ -94,14 +86,16 @@ def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> No
             # batch, it alone, the rest as a batch.
             index.restore(saved)
             run_batch(state, items[:moved])
-            try_alone(state, *items[moved])
+            _alone(state, items[moved])
             run_batch(state, items[moved + 1 :], last=last)
             return
         index.restore(saved)  # git read the stream otherwise: one by one
         for item in items:
-            try_alone(state, *item)
+            _alone(state, item)
         return
     if proc.returncode != GIT_FATAL:
+        from patchkeeper.engine.failed_stream import judge_stream  # a patch failed
+
         left = judge_stream(state, items, proc.stderr)
         if left is not None:
             run_batch(state, left, last=last)
@@ -127,7 +121,7 @@ def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> No
     for group in (g for g in bad if len(g) > 1):
         first = next(n for n, i in enumerate(group) if i in suspects)
         run_batch(state, [items[i] for i in group[:first]])
-        try_alone(state, *items[group[first]])
+        _alone(state, items[group[first]])
         run_batch(state, [items[i] for i in group[first + 1 :]])
 
 
@@ -174,17 +168,32 @@ def _first_moved(sections: list[list[oc.HunkOffset]], counts: list[int]) -> int 
     return None
 
 
+def _alone(state: TrialState, item: Item) -> None:
+    """ITEM tried alone, as one by one does (judge.py: loaded only when a patch is)."""
+    from patchkeeper.engine.judge import try_alone
+
+    try_alone(state, *item)
+
+
 def _judge_batch_failures(
     state: TrialState, items: list[Item], blocks: dict[str, list[str]]
 ) -> None:
     """ITEMS (no two share a file) failed in a batch; BLOCKS is what git said per file."""
+    from patchkeeper.engine.failed_stream import reverse_checks
+    from patchkeeper.engine.judge import (
+        describe,
+        has_it_outcome,
+        judge_failed,
+        merge_has_it_outcome,
+    )
+
     index = state.index
     known: list[tuple[Item, bytes]] = []
     for item in items:
         _, variant, _ = item
         sections = [path for path, _, _ in split_hunks(variant.diff)]
         if not sections or any(path not in blocks for path in sections):
-            try_alone(state, *item)  # git's words cannot be told apart: alone, as one by one
+            _alone(state, item)  # git's words cannot be told apart: alone, as one by one
             continue
         said = "\n".join(line for path in sections for line in blocks[path]) + "\n"
         known.append((item, said.encode()))

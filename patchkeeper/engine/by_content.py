@@ -26,7 +26,8 @@ from dataclasses import replace
 from patchkeeper.engine.one_patch import classify_patch
 from patchkeeper.engine.state import TrialState
 from patchkeeper.model import outcomes as oc
-from patchkeeper.model.outcomes import ContentChoice, PatchResult, VariantTrial
+from patchkeeper.model.content_choice import ContentChoice, VariantTrial
+from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile
 
 _THERE = (oc.ALREADY_APPLIED, oc.UPSTREAM_HAS_IT)  # applies: nothing to write

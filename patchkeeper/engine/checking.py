@@ -12,7 +12,6 @@ versions choose alike, looking only at the fixes whose choice can depend on the 
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,7 +31,7 @@ from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile, PatchSet, spec_contains
 from patchkeeper.patchset.settings import Settings
-from patchkeeper.patchset.version_sources import NAMES_ARE_VERSIONS, DescribeSource, TagNames
+from patchkeeper.patchset.version_sources import DescribeSource, TagNames
 from patchkeeper.patchset.versions import VersionInfo
 
 
@@ -50,41 +49,6 @@ class RefReport:
 
 
 # ---------------------------------------------------------------- which refs
-
-
-@dataclass(frozen=True)
-class TagSelection:
-    """The tags `--tags`/`--since` chose, in release order, and those matching the globs whose
-    release is unknown (left out by --since: never sorted by a CalVer name)."""
-
-    tags: list[str]
-    unknown: list[str]
-
-
-def select_tags(
-    repo: Path, globs: Sequence[str], since: Version | None, names: TagNames = NAMES_ARE_VERSIONS
-) -> TagSelection:
-    """The tags matching any of GLOBS (fnmatch: `*` matches any text, `/` included; no
-    globs: every tag) that name a commit, keeping with SINCE only those whose release (NAMES:
-    `[tags]`, else the name) is >= SINCE. Ordered by release (tags of unknown release last,
-    by name)."""
-    listing = git.out(
-        ["for-each-ref", "--format=%(objecttype) %(*objecttype) %(refname:strip=2)", "refs/tags/"],
-        repo,
-    )
-    tags = []
-    for line in listing.splitlines():
-        kind, peeled, name = line.split(" ", 2)
-        if "commit" not in (kind, peeled):
-            continue  # a tag of a tree or a blob: no release to check
-        if not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs):
-            tags.append(name)
-    versions = {tag: names.version(tag) for tag in tags}
-    unknown = sorted(t for t in tags if versions[t] is None)
-    if since is not None:
-        tags = [t for t in tags if (v := versions[t]) is not None and v >= since]
-    ordered = sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
-    return TagSelection(ordered, unknown)
 
 
 def fetch(repo: Path, remote: str, timeout: float = 300.0) -> None:

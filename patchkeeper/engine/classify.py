@@ -39,23 +39,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
 from patchkeeper.engine.batches import batchable, run_batch
-from patchkeeper.engine.by_content import choose_by_content
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.hold_back import hold_back_dependents, rebuild
 from patchkeeper.engine.memo import Pending, TrialMemo, recall, remember
 from patchkeeper.engine.merging import BlobCheck
-from patchkeeper.engine.one_patch import classify_patch
 from patchkeeper.engine.ref_content import upstream_has_content
 from patchkeeper.engine.sharing import shared_files
-from patchkeeper.engine.state import Classification, Item, Judging, Recorded, TrialState
+from patchkeeper.engine.state import Classification, Item, Judging, TrialState
 from patchkeeper.install.plumbing.scratch_index import IndexFolder, ScratchIndex, open_scratch
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchFile, PatchSet
+
+if TYPE_CHECKING:  # the work tree's records (patching.py)
+    from patchkeeper.engine.recorded import Recorded
 
 # Batches on (the default), or every patch tried alone: the same results, more git calls.
 # Tests switch it off to prove the first equals the second.
@@ -229,6 +231,8 @@ def _judge_in_order(
         if patch.name in known:
             results.append(known[patch.name])
         elif patch.name in by_content:
+            from patchkeeper.engine.by_content import choose_by_content  # a set that chooses
+
             run_batch(state, pending)
             pending = []
             names = {v.path.name: str(v.path.relative_to(patch_set.root)) for v in patch.variants}
@@ -243,6 +247,8 @@ def _judge_in_order(
             pending.append((patch, variant, result))
             results.append(result)
         else:
+            from patchkeeper.engine.one_patch import classify_patch  # not for a plain batch
+
             run_batch(state, pending)
             pending = []
             results.append(classify_patch(state, patch, variant))

@@ -14,7 +14,7 @@ import re
 from patchkeeper.engine.apply_output import output_lines, stderr_blocks
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
-from patchkeeper.model.outcomes import HunkConflict, Mismatch
+from patchkeeper.model.conflict_details import HunkConflict, Mismatch
 
 
 def _text_lines(data: bytes) -> list[str]:

@@ -45,8 +45,8 @@ from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import PatchFile
 
-if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
-    from patchkeeper.engine.merge_guard import Refusal
+if TYPE_CHECKING:  # made by the merge guard, only when it refuses a merge
+    from patchkeeper.engine.doubts import Refusal
 
 # A failed patch of the round: its place in the stream, and what git said of its sections.
 Failed = tuple[int, list[list[str]]]

@@ -24,8 +24,8 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile
 
-if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
-    from patchkeeper.engine.merge_guard import Refusal
+if TYPE_CHECKING:  # made by the merge guard, only when it refuses a merge
+    from patchkeeper.engine.doubts import Refusal
 
 _CORRUPT_RE = re.compile(r"corrupt patch|unrecognized input|patch fragment without header")
 

@@ -30,17 +30,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from patchkeeper.engine.doubts import Refusal
 
 EVIDENCE = 2  # telling lines that must already be there before upstream is said to have it
 _HEADER = re.compile(rb"^@@ -(\d+)")
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Why a clean 3-way merge is not accepted: upstream has the change, or it is unclear."""
-
-    has_it: bool
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -156,7 +152,7 @@ def judge_merge(
     (`_at_place`), elsewhere otherwise."""
     sections = list(sections)
     if all(before.get(path) == after.get(path) for path, _ in sections):
-        return Refusal(True, f"{what} changes nothing: upstream has it already")
+        return _refusal(True, f"{what} changes nothing: upstream has it already")
     twice = elsewhere = new = 0  # telling lines written a second time (at its place, not), new
     for path, hunks in sections:
         old_lines, new_lines = _lines_of(before.get(path)), _lines_of(after.get(path))
@@ -184,20 +180,26 @@ def judge_merge(
     if doubled == 0 or (new and doubled < EVIDENCE):
         return None  # nothing written twice, or one line that may stand anywhere
     if not new and not elsewhere and twice >= EVIDENCE:
-        return Refusal(
+        return _refusal(
             True,
             f"{what} would write its {twice} added line(s) a second time: "
             "upstream has them already",
         )
     if elsewhere:
-        return Refusal(
+        return _refusal(
             False,
             f"{what} would write {elsewhere} added line(s) the file holds elsewhere, "
             "not at the patch's place: unclear whether upstream has the fix, so nothing is "
             "written",
         )
-    return Refusal(
+    return _refusal(
         False,
         f"{what} would write {twice} added line(s) upstream already has "
         f"({new} new): unclear whether upstream has the fix, so nothing is written",
     )
+
+
+def _refusal(has_it: bool, detail: str) -> Refusal:
+    from patchkeeper.engine.doubts import Refusal  # only a refused write makes one
+
+    return Refusal(has_it, detail)

@@ -19,8 +19,8 @@ from patchkeeper.install.plumbing import git
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.patchset.model import PatchFile
 
-if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
-    from patchkeeper.engine.merge_guard import Refusal
+if TYPE_CHECKING:  # made by the merge guard, only when it refuses a merge
+    from patchkeeper.engine.doubts import Refusal
 
 _CONFLICTED_RE = re.compile(r"^Applied patch to '(.+)' with conflicts\.$")
 _INDEX_LINE_RE = re.compile(r"^index ([0-9a-f]{4,64})\.\.[0-9a-f]{4,64}(?: \d+)?$")

@@ -25,7 +25,7 @@ the files do not rule it out).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import parse_offsets
 from patchkeeper.engine.could_apply import reverse_could_apply
@@ -36,19 +36,12 @@ from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.outcomes import HunkOffset
 from patchkeeper.patchset.diffpaths import unquote
 
+if TYPE_CHECKING:
+    from patchkeeper.engine.doubts import OffsetDoubt
+
 _HEADER = re.compile(rb"^@@ -(\d+)(?:,(\d+))?")
 
 Saved = tuple[bytes | None, str | None]
-
-
-@dataclass(frozen=True)
-class OffsetDoubt:
-    """Why an apply at an offset does not stand. REVERSE: the patch's reverse applies at its
-    own place; HAS_IT: every added block is there already, at its place; else unclear."""
-
-    reverse: bool
-    has_it: bool
-    detail: str
 
 
 def judge_offset(
@@ -67,12 +60,32 @@ def judge_offset(
     else:
         old, after = both
         index.restore(before)
+    why = _why_not(index, diff, sections, paths, old, after, offsets)
+    if why is None:
+        index.restore(applied)
+        return None
+    from patchkeeper.engine.doubts import OffsetDoubt  # made only when a doubt is found
+
+    return OffsetDoubt(*why)
+
+
+def _why_not(
+    index: ScratchIndex,
+    diff: bytes,
+    sections: list[tuple[str, list[bytes]]],
+    paths: list[str],
+    old: dict[str, bytes],
+    after: dict[str, bytes],
+    offsets: list[HunkOffset],
+) -> tuple[bool, bool, str] | None:
+    """Why DIFF at OFFSETS does not stand (an `OffsetDoubt`'s reverse, has_it and detail),
+    OLD and AFTER being its files before and after the apply; None when it stands."""
     # A reverse check the files show cannot succeed is not asked (could_apply.py).
     reverse = (
         index.apply(diff, "--check", "--reverse") if _could_reverse(diff, paths, old) else None
     )
     if reverse is not None and reverse.returncode == 0 and not parse_offsets(reverse.stderr):
-        return OffsetDoubt(
+        return (
             True,
             True,
             "its reverse applies at the patch's own place (the forward apply would only "
@@ -80,7 +93,7 @@ def judge_offset(
         )
     there = _between(sections, old, offsets)
     if there:
-        return OffsetDoubt(
+        return (
             False,
             True,
             f"its {there} added line(s) stand already between the patch's own place and the "
@@ -88,15 +101,14 @@ def judge_offset(
         )
     refusal = judge_merge(sections, old, after, "an apply at an offset")
     if refusal is not None:
-        return OffsetDoubt(False, refusal.has_it, refusal.detail)
+        return (False, refusal.has_it, refusal.detail)
     if reverse is not None and reverse.returncode == 0:
-        return OffsetDoubt(
+        return (
             False,
             False,
             "it applies only at an offset and its reverse applies too, elsewhere: the file "
             "may hold the change already, so nothing is written",
         )
-    index.restore(applied)
     return None
 
 

@@ -10,7 +10,8 @@ upstream has it. Only then is it tried alone (judge.py), with its own trees for 
 from __future__ import annotations
 
 from patchkeeper.engine.judge import try_alone
-from patchkeeper.engine.state import Judging, Recorded, TrialState
+from patchkeeper.engine.recorded import Recorded
+from patchkeeper.engine.state import Judging, TrialState
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from patchkeeper.engine.classify import classify
 from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.recorded import Recorded
 from patchkeeper.engine.ref_content import present_in_ref, upstream_has_in_worktree
-from patchkeeper.engine.state import Classification, Recorded
+from patchkeeper.engine.state import Classification
 from patchkeeper.engine.symlinks import check_symlinks
 from patchkeeper.install.checkout.install import Install, install_version
 from patchkeeper.install.plumbing import git

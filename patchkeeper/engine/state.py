@@ -1,7 +1,8 @@
 """The engine's typed state and results: what one classification judges with, what its steps
 share, and what it hands a writer.
 
-- `Recorded`: what the state says patchkeeper wrote for one patch (the caller's input);
+- `Recorded` (recorded.py): what the state says patchkeeper wrote for one patch (the
+  caller's input, work-tree targets only);
 - `Judging`: the fixed facts every patch is judged with (version, records, conditions);
 - `TrialState`: the scratch index and what the steps (batches, one patch, merges) leave on it;
 - `Classification`: every patch's result and, for a writer, the diffs.
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -26,13 +28,8 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile, spec_contains
 
-
-@dataclass(frozen=True)
-class Recorded:
-    """What the state says patchkeeper wrote for one patch (work tree targets only)."""
-
-    sha256: str
-    diff: bytes
+if TYPE_CHECKING:  # made by patching.py, for the work tree only
+    from patchkeeper.engine.recorded import Recorded
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from patchkeeper.engine.could_apply import fuzz_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, is_telling
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
-from patchkeeper.model.outcomes import TOOK_SHARE, HunkHeld, UpstreamTook
+from patchkeeper.model.conflict_details import TOOK_SHARE, HunkHeld, UpstreamTook
 
 
 def _hunk_held(path: str, number: int, hunk: bytes, present: set[str]) -> HunkHeld | None:

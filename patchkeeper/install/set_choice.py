@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.install.checkout.install import Install, open_install
-from patchkeeper.install.system.durable import atomic_write
-from patchkeeper.model import exitcodes, nextstep
+from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.series import SERIES_NAME
@@ -53,6 +52,8 @@ def digest(patch_set: PatchSet) -> str:
 
 def remember(state_dir: Path, patch_set: PatchSet) -> None:
     import json
+
+    from patchkeeper.install.system.durable import atomic_write  # a writer's: check writes nothing
 
     document = {"path": str(patch_set.root), "digest": digest(patch_set)}
     data = json.dumps(document, indent=2).encode() + b"\n"
@@ -127,6 +128,8 @@ def foreign_problem(install: Install, patch_set: PatchSet) -> str | None:
     missing = foreign_records(install, patch_set)
     if not missing:
         return None
+    from patchkeeper.model import nextstep  # a problem to name: not for a check
+
     remembered = recall(install.state_dir)
     source = f" from {remembered[0]}" if remembered else ""
     retire = nextstep.command("unapply", missing[0], install=install.path, patches=patch_set.root)

@@ -12,8 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths, unquote
+from patchkeeper.patchset.diffsections import plain_sections
 from patchkeeper.patchset.githeaders import normal_git_headers
-from patchkeeper.patchset.plaindiff import plain_to_git
 from patchkeeper.patchset.userfiles import unsafe_path
 
 SYMLINK_MODE = "120000"
@@ -33,23 +33,26 @@ def _without_signature(diff: bytes) -> bytes:
 def _diff_paths(
     path: Path, body: list[str], where: Callable[[int], int]
 ) -> tuple[list[str], list[Problem]]:
-    """Paths the diff touches, checked for safety, via unidiff (metadata only). WHERE maps a
-    line of BODY to its line number in the file."""
-    from unidiff import PatchSet as UniPatchSet
-    from unidiff.errors import UnidiffParseError
-
+    """Paths the diff touches, checked for safety: read by diffsections.py, or by unidiff
+    when it is not in the plainest shape. WHERE maps a line of BODY to its line number."""
     problems: list[Problem] = []
     for offset, line in enumerate(body):
         if line.startswith(("GIT binary patch", "Binary files ")):
             problems.append(Problem(path, where(offset), "binary patches are not supported"))
     if problems:
         return [], problems
-    try:
-        parsed = UniPatchSet("\n".join(body) + "\n")
-    except UnidiffParseError as exc:
-        return [], [Problem(path, where(0), f"diff does not parse: {str(exc).strip()}")]
-    if not parsed:
-        return [], [Problem(path, where(0), "no diff found")]
+    sections = plain_sections(body)
+    if sections is None:
+        from unidiff import PatchSet as UniPatchSet
+        from unidiff.errors import UnidiffParseError
+
+        try:
+            parsed = UniPatchSet("\n".join(body) + "\n")
+        except UnidiffParseError as exc:
+            return [], [Problem(path, where(0), f"diff does not parse: {str(exc).strip()}")]
+        if not parsed:
+            return [], [Problem(path, where(0), "no diff found")]
+        sections = [(patched.source_file, patched.target_file) for patched in parsed]
     paths: list[tuple[int, str]] = []
     in_header = False  # hunk lines can look like headers ("--- x" is a removed "-- x")
     for offset, line in enumerate(body):
@@ -67,8 +70,8 @@ def _diff_paths(
         unsafe = unsafe_path(target)
         if unsafe:
             problems.append(Problem(path, where(offset), f"{target!r}: {unsafe}"))
-    for patched in parsed:
-        for name in {patched.source_file, patched.target_file}:
+    for source, target in sections:
+        for name in {source, target}:
             clean = diff_path(name)
             if clean != "/dev/null" and clean not in touched:
                 touched.append(clean)
@@ -208,6 +211,8 @@ def read_diff(
     diff = _without_signature(data[offset:])
     numbers: list[int] | None = None
     if not re.search(rb"(?m)^diff --git ", diff):
+        from patchkeeper.patchset.plaindiff import plain_to_git  # a quilt or `diff -u` patch
+
         diff, numbers, plain_problems = plain_to_git(path, diff, diff_start + 1)
         problems += plain_problems
     else:

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from patchkeeper.model.problems import Problem
-from patchkeeper.patchset.model import ContentCondition
 from patchkeeper.patchset.userfiles import unsafe_file
 from patchkeeper.patchset.variants import bounds
 from patchkeeper.patchset.versions import VersionScheme
 
 if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (_specifier_set)
     from packaging.specifiers import SpecifierSet
+
+    from patchkeeper.patchset.conditions import ContentCondition  # by the first Upstream-Has
 
 _SCOPE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -115,6 +116,8 @@ def _condition(entry: str) -> tuple[ContentCondition | None, str | None]:
         return None, f"Upstream-Has scope {scope!r} is not a Python name (NAME or Class.method)"
     if not text.strip():
         return None, f"Upstream-Has condition for {target!r} has no text to look for"
+    from patchkeeper.patchset.conditions import ContentCondition  # a set that names one
+
     return ContentCondition(target, text.strip(), scope), None
 
 

@@ -1,13 +1,12 @@
 """The patch set as the engine sees it: the set (`PatchSet`), each fix in it (`Patch`: one patch
-file, or several variants for version ranges), a patch file read (`PatchFile`) and an
-`Upstream-Has:` condition (`ContentCondition`). Typed values and the small questions they
+file, or several variants for version ranges) and a patch file read (`PatchFile`; its
+`Upstream-Has:` conditions are conditions.py's). Typed values and the small questions they
 answer, apart from the reading: `load` builds them from disk, `variants` says which variant a
 version picks.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,51 +23,10 @@ from patchkeeper.patchset.versions import PEP440, VersionScheme
 if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (fields.py)
     from packaging.specifiers import SpecifierSet
 
+    from patchkeeper.patchset.conditions import ContentCondition  # the first Upstream-Has
+
 # The header line by which variants whose ranges overlap say they are chosen by what applies.
 BY_CONTENT_FIELD = "Choose: by-content"
-
-
-@dataclass(frozen=True)
-class ContentCondition:
-    """One `Upstream-Has:` condition: upstream's file PATH contains the literal TEXT, within
-    SCOPE when one is given (`PATH::NAME: TEXT`, NAME a Python `def` or `class`, dotted for a
-    method): a launcher's write then cannot be stood in for by the worker's read."""
-
-    path: str
-    text: str
-    scope: str = ""
-
-    def __str__(self) -> str:
-        where = f"{self.path}::{self.scope}" if self.scope else self.path
-        return f"{where} contains {self.text!r}"
-
-    def found_in(self, blob: bytes) -> bool:
-        if not self.scope:
-            return self.text.encode() in blob
-        lines = blob.decode("utf-8", errors="replace").splitlines()
-        return any(self.text in body for body in python_bodies(lines, self.scope.split(".")))
-
-
-def python_bodies(lines: list[str], names: list[str]) -> list[str]:
-    """The text of every `def`/`class` NAMES[0] in LINES (its header line and the lines
-    indented under it), and within each, recursively, of NAMES[1:]."""
-    head = re.compile(rf"^(\s*)(?:async\s+def|def|class)\s+{re.escape(names[0])}\b")
-    bodies = []
-    for number, line in enumerate(lines):
-        match = head.match(line)
-        if match is None:
-            continue
-        indent = len(match[1])
-        end = number + 1
-        while end < len(lines):
-            text = lines[end]
-            inside = not text.strip() or len(text) - len(text.lstrip()) > indent
-            if not inside and not text.lstrip().startswith((")", "]")):  # a signature's end
-                break
-            end += 1
-        body = lines[number:end]
-        bodies += python_bodies(body[1:], names[1:]) if names[1:] else ["\n".join(body)]
-    return bodies
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from patchkeeper.patchset.diffpaths import unquote
 
@@ -57,6 +56,8 @@ def name_line(line: str) -> NameLine:
 def at_epoch(stamp: str) -> bool:
     """Whether STAMP is the epoch, 1970-01-01 00:00:00 UTC, written in any zone."""
     if found := _ISO_RE.match(stamp):
+        from datetime import UTC, datetime  # a plain diff's stamp: git's diffs carry none
+
         year, month, day, hour, minute, second, zone = found.groups()
         try:
             when = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +100,8 @@ def load_settings(patch_dir: Path) -> Settings:
     raw, unreadable = read_user_file(path, MAX_SMALL_FILE_BYTES)
     if unreadable:
         raise UserError(f"{path}: {unreadable}")
+    import tomllib  # here: a set without the file never loads it (nor datetime, string)
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -12,14 +12,18 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchkeeper.engine.checking import RefReport
 from patchkeeper.model import outcomes as oc
-from patchkeeper.model.outcomes import HunkConflict, PatchResult
+from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.report.check_table import needs_work, ref_span
 from patchkeeper.report.render import upstream_took_lines
+
+if TYPE_CHECKING:  # made by engine/conflicts.py
+    from patchkeeper.model.conflict_details import HunkConflict
 
 
 def escape_data(text: str) -> str:

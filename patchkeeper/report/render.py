@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import one_line
-from patchkeeper.model.outcomes import PatchResult, UpstreamTook
+from patchkeeper.model.outcomes import PatchResult
 
 if TYPE_CHECKING:
     from patchkeeper.leftovers.find import Leftover
     from patchkeeper.leftovers.updater_refs import UpdaterBackup
+    from patchkeeper.model.conflict_details import UpstreamTook
 
 SCHEMA = "patchkeeper/1"
 

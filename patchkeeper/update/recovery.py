@@ -186,8 +186,7 @@ def recover(
         report = RecoverReport(None, NOTHING, done or ["no unfinished update: nothing to recover"])
         report.settled = settled
         return report
-    goes_back = never_started(journal, workspace.install.head())
-    report = RecoverReport(journal, OLD if goes_back else NEW, done)
+    report = RecoverReport(journal, OLD if never_started(journal, workspace.install) else NEW, done)
     report.settled = settled
     report.actions.append(
         f"update {journal.id} (pid {journal.pid}) stopped in phase {journal.phase_label}"

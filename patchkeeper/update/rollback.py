@@ -42,7 +42,7 @@ ROLL_BACK = "update (roll back)"  # what the tree write journal says was writing
 STATE_BACKUP = "state"  # the run folder's copy of applied.json and written/, before the run
 
 
-def never_started(journal: jr.Journal, head: str | None) -> bool:
+def never_started(journal: jr.Journal, install: Install) -> bool:
     """`recover`: the run never got as far as starting the upstream command and HEAD is where
     it was, so the tree goes back at once (no phase 5 to 10)."""
     if journal.phase < jr.UPSTREAM_PHASE:
@@ -52,14 +52,14 @@ def never_started(journal: jr.Journal, head: str | None) -> bool:
         or journal.upstream_ok is not None
         or bool(journal.extra.get("upstream_starting"))
     )
-    return journal.phase == jr.UPSTREAM_PHASE and not started and head == journal.old_head
+    return journal.phase == jr.UPSTREAM_PHASE and not started and install.head() == journal.old_head
 
 
-def did_not_happen(not_done: str | None, journal: jr.Journal, head: str | None) -> bool:
+def did_not_happen(not_done: str | None, journal: jr.Journal, install: Install) -> bool:
     """Phase 6: the update asked for did not happen (NOT_DONE says why) and HEAD is where it
     was (the upstream command failed, timed out, was killed, or its merge was given up), so
     the tree goes back to the `before` snapshot instead of taking the patch set again."""
-    return bool(not_done) and head == journal.old_head
+    return bool(not_done) and install.head() == journal.old_head  # HEAD asked only then
 
 
 @dataclass

@@ -143,7 +143,7 @@ class UpdateRun:
         if blocked:
             return self._blocked_report(*blocked)
         report.not_done = left_behind.not_done(ctx)
-        back = did_not_happen(report.not_done, ctx.journal, ctx.install.head())
+        back = did_not_happen(report.not_done, ctx.journal, ctx.install)
         post_skipped = "the update did not happen" if back else "the upstream command failed"
         plan: list[tuple[int, Phase | str]] = [
             (6, roll_back if back else reapply.apply),

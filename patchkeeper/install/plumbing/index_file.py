@@ -6,7 +6,7 @@ there before a step and what is there after it can be read in one `cat-file --ba
 
 Only what git's own format says for sure is read (`gitformat-index`: version 2 or 3, entries
 of a fixed size, the path NUL-padded to eight bytes); anything else (version 4's compressed
-paths, a size that does not add up) is None, and the caller asks git.
+paths, a size that does not add up, a split or sparse index) is None, and the caller asks git.
 """
 
 from __future__ import annotations
@@ -43,4 +43,15 @@ def entry_ids(data: bytes | None, id_bytes: int) -> dict[str, str] | None:
             name = data[name_at:end].decode(errors="surrogateescape")
             found[name] = data[at + _FIXED : flags_at].hex()
         at += (end - at + 8) & ~7  # the entry and its 1 to 8 NULs: a multiple of eight
-    return found
+    return found if _all_here(data, at, len(data) - id_bytes) else None
+
+
+def _all_here(data: bytes, at: int, trailer: int) -> bool:
+    """Whether the extensions from AT to TRAILER (the file's own hash) say every entry is in
+    this file: a split index (`link`: git does it to a scratch index too under
+    core.splitIndex) or a sparse one (`sdir`) keeps some elsewhere."""
+    while at < trailer:  # an extension: a 4-byte signature, a 4-byte length, the body
+        if at + 8 > trailer or data[at : at + 4] in (b"link", b"sdir"):
+            return False
+        at += 8 + int.from_bytes(data[at + 4 : at + 8], "big")
+    return at == trailer
