@@ -233,7 +233,9 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     """patchkeeper's own git processes in an update whose patches alone were in the tree
     (the updater runs without GIT_TRACE, so the trace holds ours alone): HEAD is read twice
     (the run's start, the apply), unmerged paths listed twice (the lock's refusal, phase 5's
-    leftovers), and the set-aside diffs no two trees: its snapshot says what it changed."""
+    leftovers: the updater may leave some), the refs of earlier updates listed once (phase 5
+    has preflight's answer), and the set-aside diffs no two trees: its snapshot says what it
+    changed."""
     _, install, patches = setup(tmp_path)
     config = patches / "patchkeeper.toml"
     config.write_text(config.read_text().replace('["git",', '["env", "-u", "GIT_TRACE", "git",'))
@@ -244,13 +246,15 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     commands = re.findall(r"trace: built-in: git (.*)$", trace.read_text(), re.MULTILINE)
     assert sum(c == "rev-parse -q --verify 'HEAD^{commit}'" for c in commands) == 2, commands
     assert sum(c.startswith("ls-files -u") for c in commands) == 2, commands
+    assert sum(c.startswith("for-each-ref") for c in commands) == 1, commands
     assert sum(c.startswith("diff-tree") for c in commands) == 1, commands  # the apply's
     # The patch moved on the new release: the offset guard (engine/offset_guard.py) asks once
     # whether its reverse applies at its own place, reads the file before and after the
     # move, and the batch applies that patch alone: 5 processes that came with it.
     assert sum("--reverse" in c for c in commands) == 1, commands
-    # 32 (+5) before these were asked once; 27 (+5) with a snapshot of the whole tree
-    assert len(commands) <= 26 + 5, commands
+    # 32 (+5) before these were asked once; 27 (+5) with a snapshot of the whole tree; 26
+    # (+5) with one of the dirty paths alone
+    assert len(commands) <= 25 + 5, commands
 
 
 def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None:
@@ -267,6 +271,20 @@ def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None
              "patchkeeper.proof.smoke.for_patches", "patchkeeper.update.reapply",
              "patchkeeper.update.restore", "patchkeeper.update.checks"}  # fmt: skip
     assert not later & modules
+
+
+def test_the_rare_paths_load_only_when_they_come() -> None:
+    """Every phase of an update loaded, and still neither the leftovers' healing nor the
+    updater's receipts: they load when a leftover is dropped or a stash is found."""
+    code = (
+        "import sys\nimport patchkeeper.commands.update\n"
+        "from patchkeeper.update.run import _load_later_phases\n_load_later_phases()\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(proc.stdout.split())
+    assert "patchkeeper.update.left_behind" in modules
+    assert not {"patchkeeper.leftovers.heal", "patchkeeper.leftovers.receipts"} & modules
 
 
 def test_a_later_phase_that_cannot_load_fails_the_update_before_anything_changes(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from patchkeeper.install import journal as jr
 from patchkeeper.install.checkout import Install
@@ -14,6 +14,9 @@ from patchkeeper.install.lock import InstallLock
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.model import nextstep
 from patchkeeper.update.report import UpdateReport
+
+if TYPE_CHECKING:
+    from patchkeeper.leftovers.find import Leftover
 
 DEFAULT_TIMEOUT = 3600.0
 
@@ -42,6 +45,8 @@ class RunContext:
     # the report (or the JSON document), never mixed with them.
     sink: BinaryIO = field(default_factory=lambda: sys.stderr.buffer)
     resumed: bool = False  # True when `recover` finishes a run another process started
+    # The refs of earlier updates that preflight found (None: not looked for in this process)
+    set_aside_before: list[Leftover] | None = None
 
     @property
     def install(self) -> Install:

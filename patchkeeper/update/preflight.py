@@ -21,6 +21,8 @@ def preflight(ctx: RunContext) -> str:
     leftovers = lo.find_leftovers(ctx.install, ctx.ws.patch_set, unmerged=False)
     for item in leftovers:
         ctx.report.leftovers.append(LeftoverAction(item, "found-before"))
+    # Phase 5 finds these again without asking git (only this run, under the lock, adds one).
+    ctx.set_aside_before = [item for item in leftovers if item.kind == lo.SET_ASIDE]
     # Saved with the next phase's record: preflight changes nothing a crash could leave.
     ctx.journal.extra["leftovers_before"] = [item.id for item in leftovers]
     return f"HEAD {ctx.journal.old_head[:12]}, version {ctx.journal.old_version}"
