@@ -232,10 +232,10 @@ def test_origin_is_asked_for_release_tags_only_when_the_version_needs_them(
 def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     """patchkeeper's own git processes in an update whose patches alone were in the tree
     (the updater runs without GIT_TRACE, so the trace holds ours alone): HEAD is read twice
-    (the run's start, the apply), unmerged paths listed twice (the lock's refusal, phase 5's
-    leftovers: the updater may leave some), the refs of earlier updates listed once (phase 5
-    has preflight's answer), and the set-aside diffs no two trees: its snapshot says what it
-    changed."""
+    (the run's start, the apply), unmerged paths listed once by `ls-files -u` (phase 5's
+    leftovers: the updater may leave some; before it, the snapshot's `git status` says
+    them), the refs of earlier updates listed once (phase 5 has preflight's answer), and the
+    set-aside diffs no two trees: its snapshot says what it changed."""
     _, install, patches = setup(tmp_path)
     config = patches / "patchkeeper.toml"
     config.write_text(config.read_text().replace('["git",', '["env", "-u", "GIT_TRACE", "git",'))
@@ -245,7 +245,7 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     commands = re.findall(r"trace: built-in: git (.*)$", trace.read_text(), re.MULTILINE)
     assert sum(c == "rev-parse -q --verify 'HEAD^{commit}'" for c in commands) == 2, commands
-    assert sum(c.startswith("ls-files -u") for c in commands) == 2, commands
+    assert sum(c.startswith("ls-files -u") for c in commands) == 1, commands
     assert sum(c.startswith("for-each-ref") for c in commands) == 1, commands
     assert sum(c.startswith("diff-tree") for c in commands) == 1, commands  # the apply's
     # The patch moved on the new release: the offset guard (engine/offset_guard.py) asks once
@@ -253,8 +253,35 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     # move, and the batch applies that patch alone: 5 processes that came with it.
     assert sum("--reverse" in c for c in commands) == 1, commands
     # 32 (+5) before these were asked once; 27 (+5) with a snapshot of the whole tree; 26
-    # (+5) with one of the dirty paths alone
-    assert len(commands) <= 25 + 5, commands
+    # (+5) with one of the dirty paths alone; 24 (+5) with each question asked once
+    assert len(commands) <= 24 + 5, commands
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["status-says", "lock-asks"])
+def test_unmerged_paths_are_refused_before_anything_changes(tmp_path: Path, preview: bool) -> None:
+    """Unmerged index entries with no merge under way (a conflicted `git stash pop`): the
+    update refuses them, the install as it was and no journal left. Without --preview the
+    snapshot's `git status` says them, just before phase 3; with one, the lock asks."""
+    _, install, patches = setup(tmp_path)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    blob = git(install, "rev-parse", "HEAD:f3.py")
+    entries = f"0 {'0' * 40}\tf3.py\n" + "".join(
+        f"100644 {blob} {stage}\tf3.py\n" for stage in (1, 2, 3)
+    )
+    subprocess.run(["git", "update-index", "--index-info"], cwd=install, input=entries,
+                   text=True, check=True)  # fmt: skip
+    head, tree = git(install, "rev-parse", "HEAD"), (install / "f0.py").read_text()
+    asked = ["--preview", "v1.1.0"] if preview else []
+    proc = pk("update", *asked, "--install", install, "--patches", patches)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().endswith(
+        f"{install}: the install has unmerged paths (f3.py); finish or abort it first"
+    ), proc.stderr
+    assert git(install, "rev-parse", "HEAD") == head
+    assert (install / "f0.py").read_text() == tree  # the patch still in place
+    assert git(install, "ls-files", "-u")  # left to git and the operator
+    assert git(install, "for-each-ref", "refs/patchkeeper/") == ""
+    assert not (install / ".git" / "patchkeeper" / "journal.json").exists()
 
 
 def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from patchkeeper.install import git
 from patchkeeper.install.checkout import Install
-from patchkeeper.install.snapshot import worktree_snapshot
+from patchkeeper.install.snapshot import Dirty, worktree_snapshot
 from patchkeeper.install.tempfolders import temporary_folder
 from patchkeeper.install.tree_changes import Listed
 
@@ -51,14 +51,16 @@ class WorktreeState:
 
 
 def worktree_state(
-    install: Install, also: Iterable[str] = (), head: str | None = None
+    install: Install, also: Iterable[str] = (), head: str | None = None, found: Dirty | None = None
 ) -> WorktreeState:
     """The work tree as a tree object (`worktree_tree`), and how the index stands: HEAD's
     tree with the dirty paths alone taken from the disk (snapshot.py), or, where that does
-    not take it, git's own `add -A` of the whole tree."""
+    not take it, git's own `add -A` of the whole tree. FOUND: `snapshot.dirty`'s answer,
+    when the caller asked it a moment ago."""
     also = list(also)
     head = head or git.rev_parse(install.path, "HEAD")
-    if head is not None and (taken := worktree_snapshot(install.path, head, also)) is not None:
+    taken = None if head is None else worktree_snapshot(install.path, head, also, found)
+    if taken is not None:
         made, staged = taken
         return WorktreeState(made.tree, staged, made.base, made.listed)
     staged = git.run(["diff", "--cached", "--quiet"], install.path, check=False)

@@ -16,6 +16,7 @@ from patchkeeper.model import nextstep
 from patchkeeper.update.report import UpdateReport
 
 if TYPE_CHECKING:
+    from patchkeeper.install.snapshot import Dirty
     from patchkeeper.leftovers.find import Leftover
 
 DEFAULT_TIMEOUT = 3600.0
@@ -47,6 +48,8 @@ class RunContext:
     resumed: bool = False  # True when `recover` finishes a run another process started
     # The refs of earlier updates that preflight found (None: not looked for in this process)
     set_aside_before: list[Leftover] | None = None
+    # What differs from HEAD, as `git status` said just before phase 3 (set_aside.survey)
+    dirty: Dirty | None = None
 
     @property
     def install(self) -> Install:

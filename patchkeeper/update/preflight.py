@@ -17,7 +17,8 @@ def preflight(ctx: RunContext) -> str:
     """Phase 1: refuse a patch that goes through a symlink, and note what was left behind
     before the run (so phase 5 can tell what its updater left)."""
     check_symlinks(ctx.install, ctx.ws.patch_set)  # refused before anything changes
-    # No unmerged paths: `locked_for_writing` refused them, before the run began.
+    # Unmerged paths are not leftovers of before: refused by `locked_for_writing`, or, in
+    # a run without --preview, by set_aside.survey before phase 3 (run.py).
     leftovers = lo.find_leftovers(ctx.install, ctx.ws.patch_set, unmerged=False)
     for item in leftovers:
         ctx.report.leftovers.append(LeftoverAction(item, "found-before"))

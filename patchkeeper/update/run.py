@@ -191,6 +191,13 @@ def start_journal(workspace: Workspace) -> jr.Journal:
     return journal
 
 
+def lists_unmerged_paths(options: UpdateOptions) -> bool:
+    """Whether the run refuses unmerged paths itself, from the `git status` its snapshot
+    makes anyway, just before phase 3 (so `locked_for_writing` need not list them). Not
+    after a --preview: it may stop the run, and must never stop one the lock refuses."""
+    return options.preview is None
+
+
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
     """The whole update. The caller holds the install through `locked_for_writing`, whose
     refusals (git busy, an unfinished update) came before anything changed."""
@@ -206,6 +213,8 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
         else:
             go_on = not run.phase(2, preview, lambda previewed: previewed.detail).stop
         later_phases()  # a patchkeeper that cannot load them stops here, not half-way
+        if go_on and lists_unmerged_paths(options):
+            set_aside.survey(run.ctx)  # the lock left unmerged paths to it
     except (PatchkeeperError, ImportError):  # nothing was changed yet: no journal to recover
         (workspace.install.state_dir / jr.JOURNAL_FILE).unlink(missing_ok=True)
         raise
