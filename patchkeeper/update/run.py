@@ -14,8 +14,9 @@ Each phase is a function of the run's context (context.py) in a module of its ow
 records each in the journal before it starts and chooses which comes next.
 
 The modules of phases 5-10 are imported when those phases start, not with this one: an update
-loads them in a thread while phases 1 and 2 wait on git (`_load_later_phases`), and waits for
-them before phase 3, so a patchkeeper that cannot load them changes nothing.
+loads them in a thread while phases 1 and 2 and the snapshot's `git status` (its stat pass of
+the tree) wait on git (`_load_later_phases`), and waits for them before phase 3, so a
+patchkeeper that cannot load them changes nothing.
 """
 
 from __future__ import annotations
@@ -212,9 +213,9 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
             go_on = True
         else:
             go_on = not run.phase(2, preview, lambda previewed: previewed.detail).stop
-        later_phases()  # a patchkeeper that cannot load them stops here, not half-way
         if go_on and lists_unmerged_paths(options):
-            set_aside.survey(run.ctx)  # the lock left unmerged paths to it
+            set_aside.survey(run.ctx)  # the unmerged paths the lock left to it
+        later_phases()  # a patchkeeper that cannot load them stops here, not half-way
     except (PatchkeeperError, ImportError):  # nothing was changed yet: no journal to recover
         (workspace.install.state_dir / jr.JOURNAL_FILE).unlink(missing_ok=True)
         raise
