@@ -226,6 +226,13 @@ def test_origin_is_asked_for_release_tags_only_when_the_version_needs_them(
     assert doc["install"]["version_after"] == "1.2.0"
     asked = traced(trace, "ls-remote --tags origin 'refs/tags/v*'")
     assert asked == (1 if case == "branch-only" else 0)
+    # Whether HEAD carries a release tag is read from describe's own answer (its tag, or a
+    # distance from one), not asked of git again; describe is asked again only when tags
+    # were learnt from origin.
+    assert traced(trace, "tag --points-at HEAD --list 'v[0-9]*'") == 0
+    after = trace.read_text().split("built-in: git pull", 1)[1]
+    described = after.count("built-in: git describe ")
+    assert described == {"branch-only": 2, "version-file": 0, "tags-followed": 1}[case]
     assert git(install, "tag", "--list", "v1.2.0") == ("" if case == "version-file" else "v1.2.0")
 
 
@@ -252,9 +259,10 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     # whether its reverse applies at its own place, reads the file before and after the
     # move, and the batch applies that patch alone: 5 processes that came with it.
     assert sum("--reverse" in c for c in commands) == 1, commands
+    assert not [c for c in commands if c.startswith("tag --points-at")], commands
     # 32 (+5) before these were asked once; 27 (+5) with a snapshot of the whole tree; 26
-    # (+5) with one of the dirty paths alone; 24 (+5) with each question asked once
-    assert len(commands) <= 24 + 5, commands
+    # (+5) with one of the dirty paths alone; 23 (+5) with each question asked once
+    assert len(commands) <= 23 + 5, commands
 
 
 @pytest.mark.parametrize("preview", [False, True], ids=["status-says", "lock-asks"])
