@@ -30,7 +30,7 @@ from ledgers import (
     write_jobs,
 )
 
-from patchkeeper.install.instants import parse_instant
+from patchkeeper.install.records.instants import parse_instant
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import UserError
 from patchkeeper.proof.audit.findings import Check

@@ -23,8 +23,8 @@ from patchkeeper.demo.sandbox import TAGS, Sandbox
 from patchkeeper.engine import classify as engine
 from patchkeeper.engine.checking import check_refs
 from patchkeeper.engine.patching import apply_patches, worktree_status
-from patchkeeper.install.checkout import open_install
-from patchkeeper.install.scratch import ScratchIndex, scratch_index
+from patchkeeper.install.checkout.install import open_install
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex, scratch_index
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
 from tests.helpers import commit_files, diff_of, git, make_repo, patch_text, write_patch_set

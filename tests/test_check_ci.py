@@ -305,8 +305,9 @@ def test_a_text_check_loads_nothing_only_writers_or_json_need(sandbox: Sandbox) 
                                  "--patches", str(sandbox.patches)))  # fmt: skip
     assert "patchkeeper.engine.checking" in modules  # it did check
     writers = {f"patchkeeper.install.{name}" for name in
-               ("journal", "lock", "state", "worktree_writer", "tree_changes",
-                "tree_write_journal", "path_writer", "settle", "processes")}  # fmt: skip
+               ("records.update_journal", "locks.install_lock", "records.applied",
+                "writer.write", "writer.changes", "writer.write_journal",
+                "writer.put_paths", "writer.settle", "processes.process_groups")}  # fmt: skip
     assert not writers & modules
     assert "json" not in modules
     # Standard modules a small check pays for at start-up and does not use: a scratch folder

@@ -75,3 +75,38 @@ def test_a_failed_patch_asks_for_its_preimage_and_its_content_in_one_process(
                if "trace: built-in:" in line]  # fmt: skip
     judging = started[next(i for i, c in enumerate(started) if c.startswith("apply")) :]
     assert [c for c in judging if c.startswith("cat-file")] == ["cat-file --batch"], judging
+
+
+def series_world(tmp_path: Path, count: int) -> tuple[Path, Path]:
+    """COUNT quilt-style patches (no index line: no 3-way merge to try), each changing its own
+    line of one shared file and a file of its own; upstream rewords every changed line, so
+    every patch conflicts on the shared file and applies on its own one."""
+    shared = [f"shared line {n}" for n in range(count * 10)]
+    own = {f"own{n}.txt": f"own {n} a\nown {n} b\nown {n} c\n" for n in range(count)}
+    repo = make_repo(tmp_path / "repo", {"shared.txt": "\n".join(shared) + "\n", **own})
+    patches = {}
+    for n in range(count):
+        edited = [f"{line} fixed" if i == n * 10 + 5 else line for i, line in enumerate(shared)]
+        diff = diff_of(
+            repo,
+            {"shared.txt": "\n".join(edited) + "\n", f"own{n}.txt": own[f"own{n}.txt"] + "more\n"},
+        )
+        plain = "".join(line for line in diff.splitlines(True) if not line.startswith("index "))
+        patches[f"p{n:02d}.patch"] = patch_text(plain)
+    reworded = [f"{line} upstream" if i % 10 == 5 else line for i, line in enumerate(shared)]
+    commit_files(repo, {"shared.txt": "\n".join(reworded) + "\n"}, "upstream rewords")
+    return repo, write_patch_set(tmp_path / "ps", patches)
+
+
+def test_git_processes_do_not_grow_with_conflicts_on_one_ref(tmp_path: Path) -> None:
+    """Issue 30: N conflicts on one ref are diagnosed in batches (one stream, one read, no
+    reverse or fuzz check the files rule out), so the count is the same for 4 and for 16."""
+    counts = {}
+    for count in (4, 16):
+        repo, patches = series_world(tmp_path / str(count), count)
+        document, counts[count] = check(repo, patches, tmp_path / f"trace-{count}")
+        results = document["targets"][0]["patches"]
+        assert [r["outcome"] for r in results] == ["conflict"] * count
+        assert all(r["detail"] == "does not apply to shared.txt" for r in results)
+        assert all(len(r["conflicts"]) == 1 for r in results)
+    assert counts[16] == counts[4], counts

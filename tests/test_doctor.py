@@ -14,9 +14,9 @@ from helpers import git, run_cli, run_json
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.engine.patching import apply_patches
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import open_install
-from patchkeeper.install.version import version_from_command
+from patchkeeper.install.checkout.install import open_install
+from patchkeeper.install.checkout.version_probes import version_from_command
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings

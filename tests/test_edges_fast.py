@@ -21,7 +21,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from patchkeeper.engine.checking import check_refs
-from patchkeeper.install.scratch import TreeListings
+from patchkeeper.install.plumbing.scratch_index import TreeListings
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.variants import (
     AmbiguousVariant,

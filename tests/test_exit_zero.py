@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from patchkeeper.install import trees
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout import tree_objects as trees
+from patchkeeper.install.checkout.install import open_install
 from tests.helpers import (
     GIT_ID,
     NO_CHECK,
@@ -679,7 +679,7 @@ def _entries(root: Path, names: list[bytes]) -> dict[bytes, tuple[str, bytes] | 
 
 def test_every_kind_of_edit_is_set_aside_for_the_updater_and_back_after_it(world: World) -> None:
     """The set-aside writes the snapshot back to HEAD's tree from the one diff of the two, read
-    from the other side (tree_changes.reversed_diff), and the restore brings each edit back:
+    from the other side (tree_diff.reversed_diff), and the restore brings each edit back:
     a mode change, a file made a symlink and a symlink made a file, a deletion, new files (a
     space and a byte that is not UTF-8 in their names) and a new symlink. The updater sees a
     clean tree; afterwards every edit is as it was and the update is exit 0."""

@@ -33,7 +33,7 @@ HOLDER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from patchkeeper.install.lock import install_lock
+    from patchkeeper.install.locks.install_lock import install_lock
     with install_lock(Path(sys.argv[1]), "holder") as lock:
         lock.set_phase("busy-on-purpose")
         print("held", flush=True)

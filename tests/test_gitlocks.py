@@ -35,8 +35,8 @@ PROBE = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
-    from patchkeeper.install.gitlocks import holders
-    from patchkeeper.install.checkout import Install
+    from patchkeeper.install.locks.git_locks import holders
+    from patchkeeper.install.checkout.install import Install
     top = Path(sys.argv[1])
     install = Install(top, top / ".git")
     print(json.dumps([[h.pid, h.why] for h in holders(install, top / ".git/index.lock")]))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.install.scratch import Scratch
+from patchkeeper.install.plumbing.scratch_index import IndexFolder
 from tests.helpers import (
     GIT_ID,
     diff_of,
@@ -405,11 +405,11 @@ def test_the_scratch_folder_goes_where_tempfile_would_put_it(
     monkeypatch.delenv("TEMP", raising=False)
     monkeypatch.delenv("TMP", raising=False)
     monkeypatch.setenv(variable, str(tmp_path))
-    scratch = Scratch()
+    scratch = IndexFolder()
     assert scratch.path.parent == tmp_path
     scratch.close()
     monkeypatch.setenv("TMPDIR", str(tmp_path / "not there"))
-    scratch = Scratch()
+    scratch = IndexFolder()
     assert scratch.path.parent == tmp_path
     scratch.close()
     assert list(tmp_path.iterdir()) == []
@@ -423,7 +423,7 @@ def test_a_symlink_to_a_folder_in_the_scratch_folder_is_unlinked_not_a_traceback
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "file").write_text("mine\n")
-    scratch = Scratch()
+    scratch = IndexFolder()
     os.symlink(kept, scratch.path / "link")
     scratch.close()
     assert not scratch.path.exists() and (kept / "file").read_text() == "mine\n"

@@ -1,12 +1,13 @@
-"""The last update read back by its one reader as a run's end writes it (install/last_update.py)."""
+"""The last update read back by its one reader as a run's end writes it
+(install/records/last_update.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.last_update import last_update, record_end
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.last_update import last_update, record_end
 
 
 def _finished(state_dir: Path, run_id: str, **end: object) -> jr.Journal:

@@ -149,3 +149,39 @@ def test_every_dataclass_says_what_it_is() -> None:
         if isinstance(node, ast.ClassDef) and _is_dataclass(node) and not ast.get_docstring(node)
     ]
     assert silent == []
+
+
+# Inside install/: each sub-package with its rank, as for the parts above (the modules directly
+# in install/, `workspace` and `set_choice`, are its top: what a command opens).
+INSTALL_RANKS = {
+    "system": 0,
+    "records": 1,
+    "plumbing": 1,  # a peer of records: neither imports the other
+    "processes": 2,
+    "checkout": 3,
+    "writer": 4,
+    "locks": 5,
+    None: 6,
+}
+
+
+def _install_room(module: str) -> str | None:
+    """The sub-package of install/ MODULE stands in; None for a module directly in install/."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 else None
+
+
+def test_install_is_layered_by_idea() -> None:
+    """No arrow runs up or sideways between the rooms of install/ (docs/architecture.md)."""
+    inside = [m for m in MODULES if m.startswith("patchkeeper.install.")]
+    unknown = sorted(m for m in inside if _install_room(m) not in INSTALL_RANKS)
+    assert unknown == [], "give a new sub-package of install/ a rank in INSTALL_RANKS"
+    upward = [
+        f"{module} -> {target}"
+        for module in inside
+        for target in GRAPH[module]
+        if target.startswith("patchkeeper.install.")
+        and _install_room(target) != _install_room(module)
+        and INSTALL_RANKS[_install_room(target)] >= INSTALL_RANKS[_install_room(module)]
+    ]
+    assert sorted(upward) == []

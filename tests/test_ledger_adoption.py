@@ -17,7 +17,7 @@ from helpers import run_cli
 
 from patchkeeper.demo.sandbox import Sandbox
 from patchkeeper.engine.patching import apply_patches
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout.install import open_install
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.install.liveness import process_start_time
+from patchkeeper.install.system.liveness import process_start_time
 from tests.helpers import GIT_ID, git
 from tests.test_update import applied, pk, pk_json, quiet, set_command
 
@@ -31,7 +31,7 @@ HOLDER = textwrap.dedent(
     """
     import os, signal, sys, time
     from pathlib import Path
-    from patchkeeper.install.lock import install_lock
+    from patchkeeper.install.locks.install_lock import install_lock
     state_dir, mode = Path(sys.argv[1]), sys.argv[2]
     with install_lock(state_dir, "holder") as lock:
         lock.set_phase("slow-phase")
@@ -58,7 +58,7 @@ RACER = textwrap.dedent(
     """
     import json, os, sys, time
     from pathlib import Path
-    from patchkeeper.install.lock import install_lock
+    from patchkeeper.install.locks.install_lock import install_lock
     state_dir, gate, inside, log = map(Path, sys.argv[1:5])
     while not gate.exists():
         time.sleep(0.001)

@@ -154,7 +154,7 @@ def test_shallow_clone_reads_its_version(tmp_path: Path) -> None:
 
 
 def test_remote_tags_are_adopted_only_for_commits_already_here(tmp_path: Path) -> None:
-    from patchkeeper.install.version import adopt_remote_tags
+    from patchkeeper.install.checkout.version_probes import adopt_remote_tags
 
     upstream = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0.0")
     clone = tmp_path / "clone"

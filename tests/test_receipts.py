@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import make_repo
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout.install import open_install
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.leftovers.receipts import (
     LATEST,
     RECEIPTS_DIR,

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.install.journal import PHASES, UPSTREAM_PHASE
-from patchkeeper.install.liveness import group_alive, process_start_time
+from patchkeeper.install.records.update_journal import PHASES, UPSTREAM_PHASE
+from patchkeeper.install.system.liveness import group_alive, process_start_time
 from tests.helpers import GIT_ID, git
 from tests.test_update import (
     USER_README,
@@ -36,7 +36,7 @@ from tests.test_update import (
 )
 
 ADOPTION_VARIANT = "adoption-retry/scheduler-0.21.patch"  # upstream's one layout
-IN_PLACE = ("already-applied", "upstream-has-it")
+NOTHING_TO_DO = ("already-applied", "upstream-has-it")
 PENDING = ("applied", "applied-offset", "merged-3way")
 SQLITE_UTIL_EDIT = "\n# operator: keep WAL files on the fast disk\n"
 
@@ -83,7 +83,7 @@ def assert_truthful_status(box: Sandbox, *, update_missed: bool = False) -> dict
             continue
         seen = presence[result["name"]]
         assert seen != "partial", result
-        assert result["outcome"] in (IN_PLACE if seen == "present" else PENDING), result
+        assert result["outcome"] in (NOTHING_TO_DO if seen == "present" else PENDING), result
     assert code == (0 if set(presence.values()) == {"present"} else 5)
     return presence
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import make_repo, patch_text, run_cli, write_patch_set
 
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout.install import open_install
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings

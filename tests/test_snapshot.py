@@ -1,5 +1,6 @@
-"""The work tree's snapshot (install/snapshot.py): made from the dirty paths alone, it is the
-very tree git's own `add -A` of the whole tree makes (trees._whole_tree), in every state a
+"""The work tree's snapshot (install/plumbing/work_tree_snapshot.py): made from the dirty paths
+alone, it is the very tree git's own `add -A` of the whole tree makes (trees._whole_tree), in every
+state a
 work tree can be in; and what it costs does not grow with files nobody touched."""
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.install import trees
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout import tree_objects as trees
+from patchkeeper.install.checkout.install import open_install
 from tests.helpers import GIT_ID, commit_files, git, make_repo
 
 FILES = {
@@ -129,9 +130,9 @@ def _traced(repo: Path, tmp_path: Path, name: str) -> tuple[list[str], int, int]
     before = int(git(repo, "count-objects").split()[0])
     code = (
         "import sys; from pathlib import Path\n"
-        "from patchkeeper.install import trees\n"
-        "from patchkeeper.install.checkout import open_install\n"
-        "trees.worktree_tree(open_install(Path(sys.argv[1])), ['pkg/made.log'])\n"
+        "from patchkeeper.install.checkout import tree_objects\n"
+        "from patchkeeper.install.checkout.install import open_install\n"
+        "tree_objects.worktree_tree(open_install(Path(sys.argv[1])), ['pkg/made.log'])\n"
     )
     subprocess.run(
         [sys.executable, "-c", code, str(repo)], check=True,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.install.journal import PHASES
+from patchkeeper.install.records.update_journal import PHASES
 from tests.helpers import GIT_ID, bare_hermes_update, git
 
 USER_README = "\nA note the operator keeps locally.\n"

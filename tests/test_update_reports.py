@@ -9,7 +9,7 @@ import re
 import pytest
 
 from patchkeeper.demo.sandbox import Sandbox
-from patchkeeper.install.journal import PHASES
+from patchkeeper.install.records.update_journal import PHASES
 from tests.test_update import applied, pk, pk_json, quiet, with_conflicting_edit
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from patchkeeper.install.checkout import install_version, open_install
+from patchkeeper.install.checkout.install import install_version, open_install
 from patchkeeper.patchset.settings import load_settings
 from tests.helpers import (
     commit_files,

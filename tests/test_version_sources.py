@@ -435,7 +435,7 @@ def test_describe_asks_git_once_when_a_tag_names_no_release(
 ) -> None:
     """One `git describe` answers every ref; a tag that is no version (`v1.x`) is said so
     from that answer, never asked again ref by ref (it was 1 + one per ref)."""
-    from patchkeeper.install.version import describe_all
+    from patchkeeper.install.checkout.version_probes import describe_all
     from patchkeeper.patchset.version_sources import TagNames
 
     repo = make_repo(tmp_path / "up", {"app.py": LINES}, tag="v1.0")

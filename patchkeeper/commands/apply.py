@@ -18,7 +18,7 @@ from patchkeeper.commands.common import (
 )
 from patchkeeper.commands.status import note_leftovers_in, note_next_steps
 from patchkeeper.engine.patching import TreeReport, apply_patches
-from patchkeeper.install.state import load_applied
+from patchkeeper.install.records.applied import load_applied
 from patchkeeper.install.workspace import Workspace, locked_for_writing
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model import outcomes as oc

@@ -209,11 +209,38 @@ def _emit_json(reports, code, label, tag_globs, since, fetch_remote, unknown) ->
             "fetched": fetch_remote,
             "unknown_release": unknown,
         },
-        targets=(_target_json(r) for r in reports),  # written one by one (see emit_json)
-        patches=(
-            {"name": p.name, "outcome": p.outcome, "ref": r.ref} for r in reports for p in r.results
-        ),
+        targets=_targets_json(reports),  # written one by one (see emit_json)
+        patches=_outcomes_json(reports),
     )
+
+
+def _targets_json(reports):  # type: ignore[no-untyped-def]
+    """Each ref's part of the document; refs that share their results (a tree judged already,
+    checking.py) share the text of their patches, encoded once (report/json_text.py)."""
+    from patchkeeper.report.json_text import Encoded
+    from patchkeeper.report.render import patch_json
+
+    last: tuple[list, Encoded] | None = None
+    for report in reports:
+        if last is None or last[0] is not report.results:
+            last = (report.results, Encoded([patch_json(p) for p in report.results]))
+        yield {"ref": report.ref, "commit": report.commit, **report.version.as_json(),
+               "patches": last[1]}  # fmt: skip
+
+
+def _outcomes_json(reports):  # type: ignore[no-untyped-def]
+    """Every patch's outcome on every ref, each item encoded from text made once for refs
+    that share their results."""
+    from patchkeeper.report.json_text import Encoded, indented
+
+    last: tuple[list, list[str]] | None = None
+    for report in reports:
+        if last is None or last[0] is not report.results:
+            heads = [indented({"name": p.name, "outcome": p.outcome, "ref": ""})[:-4]
+                     for p in report.results]  # fmt: skip
+            last = (report.results, heads)
+        tail = indented(report.ref) + "\n}"
+        yield from (Encoded.text(head + tail) for head in last[1])
 
 
 def _emit_github(reports, patch_set, label: str) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from patchkeeper.commands.check import render_table
 from patchkeeper.commands.common import json_option
 from patchkeeper.engine.checking import check_refs
 from patchkeeper.engine.patching import TreeReport, apply_patches, worktree_status
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout.install import open_install
 from patchkeeper.install.workspace import Workspace, locked_for_writing
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model import outcomes as oc

@@ -14,7 +14,7 @@ from patchkeeper.commands.common import (
     patches_option,
     write_metrics,
 )
-from patchkeeper.install.remembered import choose_near
+from patchkeeper.install.set_choice import choose_near
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.proof.doctor.diagnose import diagnose
 from patchkeeper.proof.doctor.finding import DoctorReport

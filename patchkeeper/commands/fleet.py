@@ -125,9 +125,9 @@ def ready(install_path: Path | None, patches_dir: Path | None, wait: float, as_j
     Example:
       patchkeeper fleet ready --install ~/.hermes/hermes-agent --wait 60 --json
     """
-    from patchkeeper.install import remembered
-    from patchkeeper.install.checkout import refuse_if_busy_with_git
-    from patchkeeper.install.lock import install_lock
+    from patchkeeper.install import set_choice as remembered
+    from patchkeeper.install.checkout.install import refuse_if_busy_with_git
+    from patchkeeper.install.locks.install_lock import install_lock
     from patchkeeper.install.workspace import refuse_if_unfinished
     from patchkeeper.patchset.load import refuse_overlapping_variants
 

@@ -15,9 +15,9 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.commands.record import settled_notes
-from patchkeeper.install import journal as jr
-from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.workspace import locked_for_writing
+from patchkeeper.install.writer.write_journal import interrupted, interrupted_note
 from patchkeeper.leftovers import find as lo
 from patchkeeper.leftovers import heal
 from patchkeeper.leftovers.updater_refs import describe, updater_backups

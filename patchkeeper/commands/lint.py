@@ -8,7 +8,7 @@ import click
 
 from patchkeeper.commands.common import install_option, json_option, patches_option
 from patchkeeper.engine.readable import unreadable_by_git
-from patchkeeper.install.remembered import choose_near
+from patchkeeper.install.set_choice import choose_near
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.problems import Problem

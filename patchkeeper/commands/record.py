@@ -14,8 +14,8 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.engine.patch_writer import record_patch
-from patchkeeper.install.checkout import Install, install_version
-from patchkeeper.install.lock import InstallLock
+from patchkeeper.install.checkout.install import Install, install_version
+from patchkeeper.install.locks.install_lock import InstallLock
 from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_bundled_set
 from patchkeeper.model import exitcodes
 from patchkeeper.patchset.versions import VersionInfo

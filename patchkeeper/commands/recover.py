@@ -13,10 +13,10 @@ from patchkeeper.commands.common import (
     metrics_option,
     open_workspace,
     patches_option,
-    wait_option,
+    recover_wait_option,
     write_metrics,
 )
-from patchkeeper.install.lock import install_lock
+from patchkeeper.install.locks.install_lock import install_lock
 from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json
 from patchkeeper.report.tree import render_tree, tree_json
@@ -64,7 +64,7 @@ def meaning(report: RecoverReport, code: int) -> str:
 )
 @install_option
 @patches_option
-@wait_option
+@recover_wait_option
 @json_option
 @metrics_option
 def command(

@@ -15,7 +15,7 @@ from patchkeeper.commands.common import (
 )
 from patchkeeper.commands.record import settled_notes, written_json
 from patchkeeper.engine.patch_writer import refresh_patch
-from patchkeeper.install.checkout import install_version
+from patchkeeper.install.checkout.install import install_version
 from patchkeeper.install.workspace import locked_for_writing, refuse_bundled_set
 
 

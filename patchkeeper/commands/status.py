@@ -15,11 +15,11 @@ from patchkeeper.commands.common import (
     write_metrics,
 )
 from patchkeeper.engine.patching import TreeReport, worktree_status
-from patchkeeper.install import journal as jr
-from patchkeeper.install.last_update import last_update
-from patchkeeper.install.state import load_applied
-from patchkeeper.install.tree_write_journal import interrupted, interrupted_note
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.applied import load_applied
+from patchkeeper.install.records.last_update import last_update
 from patchkeeper.install.workspace import Workspace
+from patchkeeper.install.writer.write_journal import interrupted, interrupted_note
 from patchkeeper.leftovers.find import find_leftovers, note_leftovers
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.verdict import tree_exit_code
@@ -34,7 +34,7 @@ def note_next_steps(report: TreeReport, workspace: Workspace) -> None:
     root, install = workspace.patch_set.root, workspace.install.path
     advice = ""
     if any(r.undecided for r in report.results):
-        from patchkeeper.install.version_chain import unknown_version_advice
+        from patchkeeper.install.checkout.version_chain import unknown_version_advice
 
         advice = unknown_version_advice(install, report.version, workspace.settings)
     report.notes += [

@@ -74,7 +74,7 @@ from patchkeeper.demo.history import (
     published_ref,
     release_tag,
 )
-from patchkeeper.install import git
+from patchkeeper.install.plumbing import git
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.patchset.settings import CONFIG_NAME

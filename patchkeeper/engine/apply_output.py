@@ -72,3 +72,21 @@ def section_offsets(stderr: bytes) -> list[list[HunkOffset]]:
         elif (match := _OFFSET_RE.match(line)) and int(match.group(3)) != 0 and sections:
             sections[-1].append(HunkOffset(current, int(match[1]), int(match[2]), int(match[3])))
     return sections
+
+
+def section_blocks(stderr: bytes) -> list[list[str]]:
+    """`git apply -v` output split per file section, in the stream's order: for each
+    `Checking patch` line, the lines from it to the next one (what is said before the first
+    belongs to none)."""
+    blocks: list[list[str]] = []
+    for line in output_lines(stderr):
+        if _CHECKING_RE.match(line):
+            blocks.append([line])
+        elif blocks:
+            blocks[-1].append(line)
+    return blocks
+
+
+def block_offsets(block: list[str]) -> bool:
+    """Whether git applied a hunk of this section (`section_blocks`) at an offset."""
+    return any((m := _OFFSET_RE.match(line)) and int(m.group(3)) != 0 for line in block)

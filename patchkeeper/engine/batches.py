@@ -1,11 +1,13 @@
 """Batches: patches that need no special handling, applied as ONE concatenated stream.
 
 `git apply` applies a stream's patches in order, each on the result of the ones before, and
-all or nothing. When the stream fails, git names the files that failed; the batch is split
-there (or halved when it cannot tell) and every patch that failed is judged as it would be
-alone: those alone in their group from what git said about their files, with one reverse
-check and one 3-way merge for all of them where the answers allow, the others tried alone.
-So the results are the one-by-one results by construction (`tests/test_batch.py`).
+all or nothing. When the stream fails, it is first read patch by patch (failed_stream.py:
+every conflict of the round diagnosed at once). Where git's words cannot be told apart per
+patch, git names the files that failed; the batch is split there (or halved when it cannot
+tell) and every patch that failed is judged as it would be alone: those alone in their group
+from what git said about their files, with one reverse check and one 3-way merge for all of
+them where the answers allow, the others tried alone. So the results are the one-by-one
+results by construction (`tests/test_batch.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from patchkeeper.engine.apply_output import (
     stderr_blocks,
 )
 from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.failed_stream import judge_stream, reverse_checks
 from patchkeeper.engine.judge import (
     describe,
     has_it_outcome,
@@ -30,7 +33,6 @@ from patchkeeper.engine.judge import (
 from patchkeeper.engine.merging import merge_together
 from patchkeeper.engine.sharing import item_groups
 from patchkeeper.engine.state import Item, Judging, TrialState
-from patchkeeper.install.scratch import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import Patch, PatchFile
 
@@ -93,6 +95,11 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         for item in items:
             try_alone(state, *item)
         return
+    if proc.returncode != GIT_FATAL:
+        left = judge_stream(state, items, proc.stderr)
+        if left is not None:
+            run_batch(state, left)
+            return
     failed = set(failed_files(proc.stderr))
     suspects = {i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)}
     if not suspects:  # git named nothing we know (a corrupt patch): halve
@@ -146,7 +153,7 @@ def _judge_batch_failures(
         return
     reverse: dict[int, bool] = {}
     if len(known) > 1:
-        reverse = _reverse_checks(index, [variant for (_, variant, _), _ in known])
+        reverse = reverse_checks(index, [variant for (_, variant, _), _ in known])
     left = [i for i in range(len(known)) if reverse.get(i) is False]
     merged: dict[int, bool] = {}
     refused: dict[int, Refusal] = {}
@@ -178,26 +185,3 @@ def _judge_batch_failures(
             contents, refused.get(i), state.blobs, merge_has_it_outcome(state, variant),
         )  # fmt: skip
         describe(state, patch, variant, result)
-
-
-def _reverse_checks(index: ScratchIndex, variants: list[PatchFile]) -> dict[int, bool]:
-    """Whether each of VARIANTS (no two share a file) would reverse-apply, as far as two
-    `git apply --check --reverse` runs tell: all of them, then those git did not name.
-    Where that does not settle it, the index is left out (the caller asks alone)."""
-    proc = index.apply(b"".join(v.diff for v in variants), "--check", "--reverse")
-    if proc.returncode == 0:
-        return dict.fromkeys(range(len(variants)), True)
-    named = set(failed_files(proc.stderr))
-    if proc.returncode == GIT_FATAL or not named:
-        return {}
-    failed = {i for i, v in enumerate(variants) if named.intersection(v.files)}
-    rest = [i for i in range(len(variants)) if i not in failed]
-    answers = dict.fromkeys(failed, False)
-    if not rest:
-        return answers
-    if len(rest) == 1:
-        return answers  # one left: asking it alone costs the same
-    again = index.apply(b"".join(variants[i].diff for i in rest), "--check", "--reverse")
-    if again.returncode == 0:
-        answers.update(dict.fromkeys(rest, True))
-    return answers

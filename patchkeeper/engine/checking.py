@@ -5,7 +5,9 @@ Many refs cost little more than one: their commits, versions and `Upstream-Has:`
 read with one git process each for all refs together, and a group of patches whose files
 have the same blobs as on an earlier ref is not tried again (engine.TrialMemo). Each ref's
 entries come from a diff of its tree with the one before (scratch.TreeListings), and a ref
-whose tree was judged already, for a version that chooses alike, takes that answer whole.
+whose tree was judged already, for a version that chooses alike, takes that answer whole: the
+very same list of results, with no work per patch (`Choices` says in one comparison whether two
+versions choose alike, looking only at the fixes whose choice can depend on the version).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,13 +24,13 @@ from packaging.version import Version
 from patchkeeper.engine.classify import classify
 from patchkeeper.engine.memo import TrialMemo
 from patchkeeper.engine.ref_content import upstream_has_contents
-from patchkeeper.install import git
-from patchkeeper.install.meanwhile import meanwhile
-from patchkeeper.install.scratch import TreeListings
-from patchkeeper.install.version_chain import ref_versions
+from patchkeeper.install.checkout.version_chain import ref_versions
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.meanwhile import meanwhile
+from patchkeeper.install.plumbing.scratch_index import TreeListings
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.patchset.model import PatchSet, spec_contains
+from patchkeeper.patchset.model import Patch, PatchFile, PatchSet, spec_contains
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.patchset.version_sources import NAMES_ARE_VERSIONS, DescribeSource, TagNames
 from patchkeeper.patchset.versions import VersionInfo
@@ -41,6 +43,8 @@ class RefReport:
     ref: str
     commit: str
     version: VersionInfo
+    # A ref whose tree and choices were judged already shares that ref's list: results are
+    # never changed once judged, and a renderer may say such a list once (report/render.py).
     results: list[PatchResult]
     seconds: float = 0.0  # how long judging this ref took (JUnit's `time`)
 
@@ -136,7 +140,7 @@ def check_refs(
     batch: bool | None = None,
 ) -> list[RefReport]:
     """How every patch fares on each of REFS; each ref's version from SETTINGS' version
-    sources at that ref (install/version_chain.py; no settings: describe). PROGRESS(done,
+    sources at that ref (install/checkout/version_chain.py; no settings: describe). PROGRESS(done,
     total, ref) is called after each ref. REUSE and BATCH off: every patch tried alone on
     every ref (the same results, slower)."""
     refs = list(refs)
@@ -151,19 +155,21 @@ def check_refs(
     commits, trees = resolve(repo, refs)
     versions = described() if described else ref_versions(repo, commits, settings)
     variants = [v for p in patch_set.patches for v in p.variants]
-    has = upstream_has_contents(repo, commits, variants)
+    unique_trees = list(dict.fromkeys(trees))  # a tree's blobs are its commits' blobs
+    has = upstream_has_contents(repo, unique_trees, variants)
     memo = TrialMemo() if reuse else None
-    chosen = [v for p in patch_set.patches for info in versions for v in p.candidates(info.version)]
-    listings = TreeListings(repo, {path for v in chosen for path in v.files}, trees)
-    judged: dict[str, tuple[Version | None, list[PatchResult]]] = {}  # tree -> first results
+    choices = Choices(patch_set)
+    listings = TreeListings(repo, choices.paths(v.version for v in versions), trees)
+    judged: dict[str, tuple[tuple | None, list[PatchResult]]] = {}  # tree -> first results
     reports = []
     for number, (ref, commit, tree, version) in enumerate(
         zip(refs, commits, trees, versions, strict=True)
     ):
         started = time.monotonic()
+        key = choices.key(version.version)
         earlier = judged.get(tree) if reuse else None
-        if earlier is not None and same_choices(patch_set, earlier[0], version.version):
-            results = [_copy(result) for result in earlier[1]]
+        if earlier is not None and key is not None and earlier[0] == key:
+            results = earlier[1]  # the same list: nothing to copy, judge or count again
         else:
             results = classify(
                 patch_set,
@@ -174,10 +180,10 @@ def check_refs(
                 trees=False,
                 batch=batch,
                 memo=memo,
-                has_content=has[commit],
+                has_content=has[tree],
                 listing=functools.partial(listings.listing, tree),
             ).results
-            judged.setdefault(tree, (version.version, results))
+            judged.setdefault(tree, (key, results))
         seconds = time.monotonic() - started
         reports.append(RefReport(ref, commit, version, results, seconds))
         if progress is not None:
@@ -185,28 +191,59 @@ def check_refs(
     return reports
 
 
-def _copy(result: PatchResult) -> PatchResult:
-    """A result of its own for another ref: a shallow copy (nothing changes a result once
-    judged; copy.copy would cost more than the judging it saves)."""
-    twin = object.__new__(PatchResult)
-    twin.__dict__.update(result.__dict__)
-    return twin
+class Choices:
+    """Which variants versions choose, said as a key two versions judged alike on the same
+    tree share: every fix has one variant for the version, and no Upstream-Fixed-In of it
+    contains the version (what is said about such a patch names the version), and no variant
+    chosen by content is taken for the unknown version (the result says so).
 
+    Only fixes whose choice can depend on the version are asked per version (several
+    variants, an `Applies-To`, an `Upstream-Fixed-In`, `Choose: by-content`): a plain patch
+    file is the same variant for every version, asked once. So a version costs the few fixes
+    that have variants, not every fix of the set."""
 
-def same_choices(patch_set: PatchSet, one: Version | None, other: Version | None) -> bool:
-    """Whether the versions ONE and OTHER are judged alike on the same tree: every patch has
-    a variant for both, the same, and no Upstream-Fixed-In of it contains either (what is
-    said about such a patch names the version)."""
-    for patch in patch_set.patches:
-        found = patch.candidates(one)
-        if len(found) != 1 or found != patch.candidates(other):
-            return False  # none, or several chosen by content
-        if found[0].by_content and None in (one, other):
-            return False  # chosen by content for the unknown version, and says so
-        fixed = found[0].upstream_fixed_in
-        if spec_contains(fixed, one) or spec_contains(fixed, other):
-            return False
-    return True
+    def __init__(self, patch_set: PatchSet) -> None:
+        self._varying: list[Patch] = []
+        self._fixed: list[PatchFile] = []  # the variant each other fix takes for any version
+        for patch in patch_set.patches:
+            if len(patch.variants) > 1 or any(
+                v.applies_to is not None or v.upstream_fixed_in is not None or v.by_content
+                for v in patch.variants
+            ):
+                self._varying.append(patch)
+            else:
+                self._fixed += patch.candidates(None)
+        self._keys: dict[Version | None, tuple | None] = {}
+
+    def key(self, version: Version | None) -> tuple | None:
+        """What VERSION chooses, or None when a result on it may name the version (then no
+        other version's results stand for it)."""
+        if version not in self._keys:
+            self._keys[version] = self._key(version)
+        return self._keys[version]
+
+    def _key(self, version: Version | None) -> tuple | None:
+        chosen = []
+        for patch in self._varying:
+            found = patch.candidates(version)
+            if len(found) != 1:
+                return None  # none, or several chosen by content
+            if found[0].by_content and version is None:
+                return None  # chosen by content for the unknown version, and says so
+            if spec_contains(found[0].upstream_fixed_in, version):
+                return None
+            chosen.append(found[0].path)
+        return tuple(chosen)
+
+    def paths(self, versions: Iterable[Version | None]) -> set[str]:
+        """Every path a variant chosen for any of VERSIONS touches (fix by fix, version by
+        version: the first choice two variants both claim is the one refused)."""
+        paths = {path for v in self._fixed for path in v.files}
+        versions = list(dict.fromkeys(versions))
+        for patch in self._varying:
+            for version in versions:
+                paths.update(path for v in patch.candidates(version) for path in v.files)
+        return paths
 
 
 def check_ref(

@@ -9,10 +9,13 @@ Speed comes from asking git fewer questions, never from changing an answer:
 
 - Batches. Patches that need no special handling are applied as ONE concatenated stream
   (`git apply` applies a stream's patches in order, each on the result of the ones before,
-  and all or nothing). When the stream fails, git names the files that failed; the batch is
-  split there (or halved when it cannot tell) and every patch that failed is tried alone
-  (forward, reverse, 3-way), exactly as one-by-one classification would. So the results are
-  the one-by-one results by construction; `tests/test_batch.py` checks it.
+  and all or nothing). When the stream fails, git's words per file section say how each
+  patch went (failed_stream.py): those that applied go in at once, those that failed are
+  judged together on the content they failed on (reverse, 3-way, the conflict and its fuzz
+  hint), a patch whose chain is in doubt waits for the next round; where git's words cannot
+  be read per patch, the batch is split where git says (or halved) and the failed ones are
+  tried alone. Either way the results are the one-by-one results by construction;
+  `tests/test_batch.py` checks it.
 - No `write-tree` per patch unless a result needs its tree: undoing a failed 3-way merge
   restores a copy of the index file; per-patch trees are taken only for a writer's records,
   and only for patches that share a file with another patch (the others' written diffs are
@@ -24,10 +27,11 @@ Speed comes from asking git fewer questions, never from changing an answer:
   directory (scratch.py), so classifying adds nothing to the install's object store.
 
 This module holds the driver; the steps are functions beside it, over the typed state of
-state.py: batches.py (a batch, split where it fails), one_patch.py (a patch with its record
-and headers), judge.py (forward, reverse, 3-way for one patch), merging.py and merge_guard.py
-(the 3-way merge), conflicts.py (the failing hunks), hold_back.py (dependents of a failed
-patch), memo.py (reuse across refs).
+state.py: batches.py (a batch, split where it fails), failed_stream.py (a failed batch read
+patch by patch), could_apply.py (questions the files already answer), one_patch.py (a patch
+with its record and headers), judge.py (forward, reverse, 3-way for one patch), merging.py and
+merge_guard.py (the 3-way merge), conflicts.py (the failing hunks), hold_back.py (dependents
+of a failed patch), memo.py (reuse across refs).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from patchkeeper.engine.one_patch import classify_patch
 from patchkeeper.engine.ref_content import upstream_has_content
 from patchkeeper.engine.sharing import shared_files
 from patchkeeper.engine.state import Classification, Item, Judging, Recorded, TrialState
-from patchkeeper.install.scratch import Scratch, ScratchIndex, open_scratch
+from patchkeeper.install.plumbing.scratch_index import IndexFolder, ScratchIndex, open_scratch
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchFile, PatchSet
@@ -118,7 +122,7 @@ def classify(
         patch_set.root,
         upstream_ref,
     )
-    scratch = Scratch()
+    scratch = IndexFolder()
     try:
         index = open_scratch(repo, scratch, private_objects=True)
         batch = BATCHES if batch is None else batch

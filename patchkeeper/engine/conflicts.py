@@ -8,11 +8,12 @@ not with the file.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from patchkeeper.engine.apply_output import output_lines, stderr_blocks
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.outcomes import HunkConflict, Mismatch
 
 
@@ -80,6 +81,14 @@ def closest_mismatches(
     )
 
 
+@functools.lru_cache(maxsize=16)
+def _lines_and_positions(content: bytes) -> tuple[list[str], dict[str, list[int]]]:
+    """A file's lines and where each stands, once per content: the conflicts of a series
+    often fail on the same few files (read only, never changed by the caller)."""
+    target = _text_lines(content)
+    return target, line_positions(target)
+
+
 def _hunk_start(header: str) -> int:
     match = re.match(r"^@@ -(\d+)", header)
     return int(match.group(1)) - 1 if match else 0
@@ -107,9 +116,7 @@ def conflicting_hunks(
     for path, header, hunks in sections:
         if not hunks:
             conflicts.append(HunkConflict(path, 0, "", (), "file-level change does not apply"))
-        content = contents.get(path)
-        target = _text_lines(content) if content is not None else []
-        positions = line_positions(target)
+        target, positions = _lines_and_positions(contents.get(path) or b"")
         for number, hunk in enumerate(hunks, 1):
             first, *body = _text_lines(hunk)
             expected = tuple(line[1:] for line in body if line[:1] in (" ", "-"))

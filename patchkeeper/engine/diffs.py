@@ -6,6 +6,8 @@ hunks"; `split_hunks` answers it once, the same way for each (a lone "\\r" is co
 
 from __future__ import annotations
 
+import functools
+
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
 
 
@@ -15,8 +17,11 @@ def _lines_with_ends(data: bytes) -> list[bytes]:
     return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
+@functools.lru_cache(maxsize=256)
 def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
-    """(path, file header, hunks) per file section of a git diff, raw bytes kept."""
+    """(path, file header, hunks) per file section of a git diff, raw bytes kept. Asked of the
+    same patch by every step that judges it, so answered once per diff: the answer is shared,
+    read only (no caller changes it)."""
     sections: list[tuple[str, bytes, list[bytes]]] = []
     header: list[bytes] = []
     hunks: list[list[bytes]] = []

@@ -7,8 +7,8 @@ start tree with only the patches that still go ahead.
 
 from __future__ import annotations
 
-from patchkeeper.install.git import GitError
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.git import GitError
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchFile, PatchSet

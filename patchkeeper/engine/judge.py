@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import GIT_FATAL, failed_files, output_lines, parse_offsets
 from patchkeeper.engine.conflicts import conflicting_hunks
+from patchkeeper.engine.could_apply import reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merging import BlobCheck, merge_alone
 from patchkeeper.engine.state import Judging, TrialState
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile
@@ -102,6 +103,7 @@ def judge_failed(
     refused: Refusal | None = None,
     blobs: BlobCheck | None = None,
     merge_has_it: HasIt | None = None,
+    fuzz: bool | None = None,
 ) -> None:
     """A patch whose forward apply failed (git said FORWARD, not a fatal error): already
     there (reverse applies), merged in 3-way, or a conflict with its failing hunks.
@@ -110,25 +112,33 @@ def judge_failed(
     MERGED (the 3-way merge is in the index already when True), CONTENTS (the index's
     content of the failed files), REFUSED (why a clean 3-way merge was dropped). BLOBS
     skips a 3-way attempt that cannot merge (no preimage blob). MERGE_HAS_IT: the outcome
-    when a clean merge would write the change a second time (default: HAS_IT_OUTCOME)."""
+    when a clean merge would write the change a second time (default: HAS_IT_OUTCOME). FUZZ:
+    whether quilt's fuzz would apply it, when the caller asked already (upstream_took.py)."""
     diff = patch_file.diff
+    files = failed_files(forward)
+    can_merge = True
+    asked: list[str] = []  # the files read here: one the index does not hold is empty
+    if reverse_applies is None or merged is None:
+        # The files first (with whether a 3-way merge has its preimages, in the same
+        # process): a reverse check they show cannot succeed is not asked (could_apply.py).
+        paths = [path for path, _, _ in split_hunks(diff)]
+        asked = unread = [path for path in paths if path not in (contents or {})]
+        if merged is None and blobs is not None:
+            [can_merge], read = blobs.mergeable([(diff, files)], read=unread)
+            contents = {**(contents or {}), **read}
+        elif unread:
+            contents = {**(contents or {}), **index.read_files(unread)}
     if reverse_applies is None:
-        reverse_applies = index.apply(diff, "--check", "--reverse").returncode == 0
+        reverse_applies = (
+            reverse_could_apply(diff, contents or {})
+            and index.apply(diff, "--check", "--reverse").returncode == 0
+        )
     if reverse_applies:
         result.outcome = has_it_outcome if isinstance(has_it_outcome, str) else has_it_outcome()
         return
-    files = failed_files(forward)
     if merged is None:
         merged = False
-        paths = [path for path, _, _ in split_hunks(diff)]
-        unread = [path for path in paths if path not in (contents or {})]
-        can_merge = True
-        if blobs is not None:  # whether it can merge, and what it would merge with, at once
-            [can_merge], read = blobs.mergeable([(diff, files)], read=unread)
-            contents, unread = {**(contents or {}), **read}, []
         if can_merge:
-            if unread:
-                contents = {**(contents or {}), **index.read_files(unread)}
             merged, refused = merge_alone(index, diff, contents or {})
     if merged:
         result.outcome = oc.MERGED_3WAY
@@ -148,7 +158,8 @@ def judge_failed(
     result.detail = refused.detail if refused else f"does not apply to {names}"
     from patchkeeper.engine.upstream_took import measure  # only a conflict is measured
 
-    result.upstream_took = measure(index, diff, contents or {})
+    known = {**dict.fromkeys(asked, b""), **(contents or {})}
+    result.upstream_took = measure(index, diff, known, fuzz)
     if result.upstream_took is not None and (qualifier := result.upstream_took.qualifier()):
         result.detail = f"{result.detail}; {qualifier}"
 

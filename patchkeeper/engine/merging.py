@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from patchkeeper.engine.apply_output import GIT_FATAL, output_lines
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.install import git
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.patchset.model import PatchFile
 
 if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge

@@ -18,7 +18,8 @@ questions before it stands:
 - A reverse that applies only at an offset too: the change stands somewhere else in the file,
   so which copy is the patch's is unclear: a conflict, nothing written.
 
-Only a patch whose forward apply moved pays for this (one reverse check, one read).
+Only a patch whose forward apply moved pays for this (two reads, and a reverse check when
+the files do not rule it out).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ import re
 from dataclasses import dataclass
 
 from patchkeeper.engine.apply_output import parse_offsets
+from patchkeeper.engine.could_apply import reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, added_blocks, is_telling, judge_merge
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.outcomes import HunkOffset
 from patchkeeper.patchset.diffpaths import unquote
 
@@ -58,15 +60,18 @@ def judge_offset(
     paths = [path for path, _ in sections]
     after = index.read_files(paths)
     index.restore(before)
-    reverse = index.apply(diff, "--check", "--reverse")
-    if reverse.returncode == 0 and not parse_offsets(reverse.stderr):
+    old = index.read_files(paths)
+    # A reverse check the files show cannot succeed is not asked (could_apply.py).
+    reverse = (
+        index.apply(diff, "--check", "--reverse") if _could_reverse(diff, paths, old) else None
+    )
+    if reverse is not None and reverse.returncode == 0 and not parse_offsets(reverse.stderr):
         return OffsetDoubt(
             True,
             True,
             "its reverse applies at the patch's own place (the forward apply would only "
             "fit further on, writing it a second time)",
         )
-    old = index.read_files(paths)
     there = _between(sections, old, offsets)
     if there:
         return OffsetDoubt(
@@ -78,7 +83,7 @@ def judge_offset(
     refusal = judge_merge(sections, old, after, "an apply at an offset")
     if refusal is not None:
         return OffsetDoubt(False, refusal.has_it, refusal.detail)
-    if reverse.returncode == 0:
+    if reverse is not None and reverse.returncode == 0:
         return OffsetDoubt(
             False,
             False,
@@ -87,6 +92,11 @@ def judge_offset(
         )
     index.restore(applied)
     return None
+
+
+def _could_reverse(diff: bytes, paths: list[str], old: dict[str, bytes]) -> bool:
+    """Whether DIFF's reverse may apply to OLD (PATHS' content, a file not held is empty)."""
+    return reverse_could_apply(diff, {**dict.fromkeys(paths, b""), **old})
 
 
 def _between(

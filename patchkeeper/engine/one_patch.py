@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from patchkeeper.engine.judge import try_alone
 from patchkeeper.engine.state import Judging, Recorded, TrialState
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult

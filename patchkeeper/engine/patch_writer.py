@@ -14,8 +14,13 @@ from pathlib import Path
 
 from patchkeeper.engine.own_hunks import own_hunks
 from patchkeeper.engine.work_tree_diff import work_tree_diff
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.records.applied import (
+    AppliedRecord,
+    load_applied,
+    save_applied,
+    written_diff,
+)
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.parse import parse_patch_file

@@ -19,12 +19,17 @@ from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.ref_content import present_in_ref, upstream_has_in_worktree
 from patchkeeper.engine.state import Classification, Recorded
 from patchkeeper.engine.symlinks import check_symlinks
-from patchkeeper.install import git
-from patchkeeper.install.checkout import Install, install_version
-from patchkeeper.install.remembered import foreign_problem, remember
-from patchkeeper.install.scratch import ScratchIndex, scratch_index
-from patchkeeper.install.state import AppliedRecord, load_applied, save_applied, written_diff
-from patchkeeper.install.worktree_writer import write_trees
+from patchkeeper.install.checkout.install import Install, install_version
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex, scratch_index
+from patchkeeper.install.records.applied import (
+    AppliedRecord,
+    load_applied,
+    save_applied,
+    written_diff,
+)
+from patchkeeper.install.set_choice import foreign_problem, remember
+from patchkeeper.install.writer.write import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import EnvironmentProblem, UserError
 from patchkeeper.model.outcomes import PatchResult

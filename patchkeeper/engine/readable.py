@@ -18,8 +18,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.scratch import GIT_CANNOT_READ, ScratchIndex, scratch_index
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import GIT_CANNOT_READ, ScratchIndex, scratch_index
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.model import PatchFile, PatchSet
 

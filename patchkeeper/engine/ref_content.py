@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.scratch import scratch_index
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import scratch_index
 from patchkeeper.patchset.model import PatchFile
 from patchkeeper.patchset.userfiles import read_user_file
 

@@ -20,8 +20,8 @@ from packaging.version import Version
 
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merging import BlobCheck
-from patchkeeper.install.git import GitError
-from patchkeeper.install.scratch import Scratch, ScratchIndex
+from patchkeeper.install.plumbing.git import GitError
+from patchkeeper.install.plumbing.scratch_index import IndexFolder, ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile, spec_contains
@@ -89,7 +89,7 @@ class Classification:
     start_tree: str | None  # None: classified for reading only (no trees were written)
     final_tree: str | None
     index: ScratchIndex | None = field(default=None, repr=False)
-    scratch: Scratch | None = field(default=None, repr=False)
+    scratch: IndexFolder | None = field(default=None, repr=False)
     # Patches applied in a batch, with no other patch on their files: name -> files.
     batched: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     _combined: bytes | None = field(default=None, repr=False)

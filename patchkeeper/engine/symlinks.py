@@ -5,8 +5,8 @@ needs none of the classifier behind the writer."""
 
 from __future__ import annotations
 
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.tree_changes import symlinked_folder
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.writer.changes import symlinked_folder
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.model import PatchSet
 

@@ -19,9 +19,12 @@ person porting it. Nothing is ever written with fuzz.
 
 from __future__ import annotations
 
+import functools
+
+from patchkeeper.engine.could_apply import fuzz_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, is_telling
-from patchkeeper.install.scratch import ScratchIndex
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.outcomes import TOOK_SHARE, HunkHeld, UpstreamTook
 
 
@@ -48,17 +51,25 @@ def _hunk_held(path: str, number: int, hunk: bytes, present: set[str]) -> HunkHe
     )
 
 
-def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> UpstreamTook | None:
+@functools.lru_cache(maxsize=16)
+def _stripped_lines(content: bytes) -> frozenset[str]:
+    """A file's lines, blanks at either end taken off, once per content."""
+    return frozenset(line.strip() for line in content.decode(errors="replace").split("\n"))
+
+
+def measure(
+    index: ScratchIndex, diff: bytes, contents: dict[str, bytes], fuzz: bool | None = None
+) -> UpstreamTook | None:
     """How much of DIFF the target on INDEX holds (CONTENTS: the files the caller has read
-    already); None when no hunk has a telling line."""
+    already); None when no hunk has a telling line. FUZZ: whether `git apply --check -C1`
+    succeeds here, when the caller asked already."""
     sections = split_hunks(diff)
     unread = [path for path, _, _ in sections if path not in contents]
     if unread:
         contents = {**contents, **index.read_files(unread)}
     hunks: list[HunkHeld] = []
     for path, _, raw_hunks in sections:
-        text = contents.get(path, b"").decode(errors="replace")
-        present = {line.strip() for line in text.split("\n")}
+        present = _stripped_lines(contents.get(path, b""))
         for number, hunk in enumerate(raw_hunks, 1):
             if (held := _hunk_held(path, number, hunk, present)) is not None:
                 hunks.append(held)
@@ -67,5 +78,8 @@ def measure(index: ScratchIndex, diff: bytes, contents: dict[str, bytes]) -> Ups
     found = sum(h.added_present + h.removed_gone for h in hunks)
     total = sum(h.added + h.removed for h in hunks)
     appears = found >= EVIDENCE and found >= TOOK_SHARE * total
-    fuzz = index.apply(diff, "--check", "-C1").returncode == 0
+    if fuzz is None:
+        fuzz = (
+            fuzz_could_apply(diff, contents) and not index.apply(diff, "--check", "-C1").returncode
+        )
     return UpstreamTook(tuple(hunks), appears, fuzz)

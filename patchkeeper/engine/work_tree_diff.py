@@ -16,11 +16,11 @@ from pathlib import Path
 
 from patchkeeper.engine.apply_output import failed_files
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.install import git
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.scratch import ScratchIndex, scratch_index, tree_diff
-from patchkeeper.install.state import load_applied, written_diff
-from patchkeeper.install.worktree_writer import write_trees
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex, scratch_index, tree_diff
+from patchkeeper.install.records.applied import load_applied, written_diff
+from patchkeeper.install.writer.write import write_trees
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.model import PatchFile, PatchSet
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkeeper.install import remembered
-from patchkeeper.install.checkout import Install, open_install, refuse_if_busy_with_git
+from patchkeeper.install import set_choice as remembered
+from patchkeeper.install.checkout.install import Install, open_install, refuse_if_busy_with_git
 from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.patchset.bundled import bundled_patches, is_packaged
@@ -19,7 +19,7 @@ from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings, load_settings
 
 if TYPE_CHECKING:  # the journal, the lock and the tree writer are for writers: loaded on demand
-    from patchkeeper.install.lock import InstallLock
+    from patchkeeper.install.locks.install_lock import InstallLock
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def _same_folder(one: Path, other: Path) -> bool:
 
 def refuse_if_unfinished(install: Install) -> None:
     """An update that stopped half-way is `recover`'s to finish; writing now would mix in."""
-    from patchkeeper.install import journal as jr
+    from patchkeeper.install.records import update_journal as jr
 
     journal = jr.load(install.state_dir)
     if journal is not None:
@@ -118,8 +118,8 @@ def locked_for_writing(
     """Every command that writes to the install starts here: the lock, then the refusals.
     UNMERGED_LATER: the command refuses unmerged paths itself, from a listing it makes
     anyway before it changes anything (`update`'s snapshot), so git is not asked here."""
-    from patchkeeper.install.lock import install_lock
-    from patchkeeper.install.settle import settle
+    from patchkeeper.install.locks.install_lock import install_lock
+    from patchkeeper.install.writer.settle import settle
 
     with install_lock(workspace.install.state_dir, command, wait) as lock:
         lock.settled = settle(workspace.install.path, workspace.install.state_dir)

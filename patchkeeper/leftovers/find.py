@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.files import atomic_write
-from patchkeeper.install.settle import INTERRUPTED_PREFIX
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.system.durable import atomic_write
+from patchkeeper.install.writer.settle import INTERRUPTED_PREFIX
 from patchkeeper.leftovers.reflog import ReflogEntry, read_reflog
 from patchkeeper.model import nextstep
 from patchkeeper.model.errors import UserError
@@ -150,7 +150,7 @@ def _optional_rev(repo: Path, rev: str) -> str | None:
 
 
 def _leftover_files(repo: Path, base: str, rev: str, untracked: str | None) -> list[str]:
-    from patchkeeper.install.trees import changed_paths  # a leftover found: rare
+    from patchkeeper.install.checkout.tree_objects import changed_paths  # a leftover: rare
 
     files = changed_paths(repo, base, rev)
     if untracked:
@@ -255,7 +255,7 @@ def _set_aside_leftovers(
 
 def classify_content(repo: Path, leftover: Leftover, patch_set: PatchSet) -> None:
     """Set LEFTOVER's classification and the patches whose content it holds."""
-    from patchkeeper.install.scratch import scratch_index  # a leftover found: rare
+    from patchkeeper.install.plumbing.scratch_index import scratch_index  # a leftover: rare
 
     assert leftover.rev and leftover.base
     with scratch_index(repo, private_objects=True) as index:  # status adds no object

@@ -15,16 +15,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.checkout import Install, operation_in_progress
-from patchkeeper.install.scratch import scratch_index
-from patchkeeper.install.trees import (
+from patchkeeper.install.checkout.install import Install, operation_in_progress
+from patchkeeper.install.checkout.tree_objects import (
     MergePreview,
     merge_preview,
     tree_of,
     worktree_tree,
 )
-from patchkeeper.install.worktree_writer import write_merge
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import scratch_index
+from patchkeeper.install.writer.write import write_merge
 from patchkeeper.leftovers.find import (
     AUTOSTASH_FILE,
     SET_ASIDE,

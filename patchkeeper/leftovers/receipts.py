@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from patchkeeper.install.instants import parse_instant
+from patchkeeper.install.records.instants import parse_instant
 
 RECEIPTS_DIR = Path("logs") / "update_receipts"
 PROFILES_DIR = "profiles"

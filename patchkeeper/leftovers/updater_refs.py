@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkeeper.install import git
+from patchkeeper.install.plumbing import git
 
 PRE_RELEASE = "pre-release"
 PRE_UPDATE = "pre-update"

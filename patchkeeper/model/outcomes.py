@@ -17,7 +17,7 @@ EXPIRED = "expired"  # was in place; no variant's Applies-To covers the version 
 PENDING = "pending"  # status only: applies, but is not in the work tree yet
 
 WRITES = (APPLIED, APPLIED_OFFSET, MERGED_3WAY)  # outcomes that change the target
-IN_PLACE = (ALREADY_APPLIED, UPSTREAM_HAS_IT, NOT_APPLICABLE)  # nothing left to do
+NOTHING_TO_DO = (ALREADY_APPLIED, UPSTREAM_HAS_IT, NOT_APPLICABLE)  # nothing left to do
 FAILED = (CONFLICT, INVALID)
 
 
@@ -152,7 +152,7 @@ class PatchResult:
 
     @property
     def in_place(self) -> bool:
-        return self.outcome in IN_PLACE
+        return self.outcome in NOTHING_TO_DO
 
     @property
     def needs_a_person(self) -> bool:

@@ -60,6 +60,8 @@ _OWN_LOOKALIKE_RE = re.compile(
     re.IGNORECASE,
 )
 _DIFFSTAT_RE = re.compile(r"^ \S.* \| +(\d+ ?[-+]*|Bin .*)$|^ \d+ files? changed")
+_STARTS = ("diff --git ", "--- ")  # what every line `diff_starts` says yes to starts with
+_STOPS = (*_STARTS, "Index: ")  # and every line where a header ends, but `---` itself
 _DIFF_LIKE = ("diff ", "--- ", "+++ ", "@@ ", "Index: ", "GIT binary patch", "Binary files ")
 
 
@@ -104,6 +106,22 @@ def diff_starts(lines: list[str], index: int) -> bool:
         and lines[index + 1].startswith("+++ ")
         and HUNK_RE.match(lines[index + 2]) is not None
     )
+
+
+# A line that starts a diff (`diff_starts`) in a file's bytes: ASCII digits only, so every
+# match is a start `diff_starts` sees too, while a hunk written in other digits is left to it.
+_DIFF_START_RE = re.compile(
+    rb"^(?:diff --git |--- [^\n]*\n\+\+\+ [^\n]*\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)", re.M
+)
+
+
+def header_end(data: bytes) -> int | None:
+    """Where a line that starts a diff ends its match in DATA (a patch file's beginning), or
+    None while DATA holds none: `parse_header` reads the same header from DATA up to there as
+    from the whole file, since it stops at the first line that starts a diff (this one, or an
+    earlier one whose two next lines are in DATA too)."""
+    match = _DIFF_START_RE.search(data)
+    return None if match is None else match.end()
 
 
 def _quilt_index(lines: list[str], index: int) -> bool:
@@ -169,7 +187,9 @@ def parse_header(path: Path, lines: list[str]) -> Header:
     in_fields = True  # a blank line or free text ends the field block; known fields go on
     while index < len(lines):
         line = lines[index]
-        if diff_starts(lines, index) or _quilt_index(lines, index) or line == "---":
+        if (line.startswith(_STOPS) or line == "---") and (
+            diff_starts(lines, index) or _quilt_index(lines, index) or line == "---"
+        ):
             break
         match = _FIELD_RE.match(line)
         if match and (match[2] or "").startswith("//"):
@@ -190,7 +210,9 @@ def parse_header(path: Path, lines: list[str]) -> Header:
             in_fields, reader.last = False, None
             reader.free.append(line)
         index += 1
-    while index < len(lines) and not diff_starts(lines, index):
+    while index < len(lines) and not (
+        lines[index].startswith(_STARTS) and diff_starts(lines, index)
+    ):
         reader.problems += _own_field_after_separator(path, lines, index)
         index += 1  # a `---` separator, a diffstat, quilt's `Index:` and `====` lines
     values = {key: tuple(found) for key, found in reader.values.items()}

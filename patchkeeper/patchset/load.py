@@ -11,12 +11,15 @@ from pathlib import Path
 
 from patchkeeper.model.problems import Problem, raise_first
 from patchkeeper.patchset.fields import field_line
+from patchkeeper.patchset.headers import header_end
 from patchkeeper.patchset.model import Patch, PatchFile, PatchSet
-from patchkeeper.patchset.parse import MAX_PATCH_BYTES, parse_data
+from patchkeeper.patchset.parse import MAX_PATCH_BYTES, parse_data, parse_patch_file
 from patchkeeper.patchset.series import RealPaths, patch_files_on_disk, patch_name, read_series
-from patchkeeper.patchset.userfiles import read_user_file
+from patchkeeper.patchset.userfiles import read_user_file, read_user_file_head
 from patchkeeper.patchset.variants import VariantChoice, overlap_problems
 from patchkeeper.patchset.versions import PEP440, VersionScheme
+
+HEAD = 4096  # the first read of a variant not chosen yet: its header, in nearly every file
 
 
 def _outside_links_allowed(root: Path) -> bool:
@@ -93,9 +96,10 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
 
 
 class _VariantReader:
-    """Reads the patch files of one series entry, maybe without their diffs (then `pending`
-    keeps each such file's bytes, so that `complete` reads the very bytes its header came
-    from)."""
+    """Reads the patch files of one series entry, maybe only their headers: then `pending`
+    keeps each such file's first bytes (up to where its diff starts, `headers.header_end`),
+    and `complete` reads the file whole when the variant is chosen, holding it to those very
+    bytes. A variant not chosen costs one read of its beginning, whatever its diff's size."""
 
     def __init__(self, outside_links: bool, scheme: VersionScheme) -> None:
         self.outside_links, self.scheme = outside_links, scheme
@@ -105,7 +109,10 @@ class _VariantReader:
         self.pending = {}
         variants, problems = [], []
         for file in files:
-            data, unreadable = read_user_file(file, MAX_PATCH_BYTES)
+            if deferred:
+                data, unreadable = read_user_file_head(file, MAX_PATCH_BYTES, header_end, HEAD)
+            else:
+                data, unreadable = read_user_file(file, MAX_PATCH_BYTES)
             if unreadable:
                 parsed, file_problems = None, [Problem(file, 1, unreadable)]
             else:
@@ -113,7 +120,9 @@ class _VariantReader:
                     file, data, self.outside_links, self.scheme, diff=not deferred
                 )
                 if deferred and file_problems:  # its answer, read whole, names its first problem
-                    parsed, file_problems = parse_data(file, data, self.outside_links, self.scheme)
+                    parsed, file_problems = parse_patch_file(
+                        file, outside_links=self.outside_links, scheme=self.scheme
+                    )
                 elif deferred and parsed is not None and not parsed.empty:
                     self.pending[file] = data
             problems += file_problems
@@ -121,12 +130,16 @@ class _VariantReader:
         return variants, problems
 
     def complete(self, variant: PatchFile) -> PatchFile:
-        """VARIANT, read without its diff, read whole; `invalid` when its diff cannot be read."""
+        """VARIANT, read without its diff, read whole; `invalid` when its diff cannot be read,
+        or when the file no longer begins with the header it was chosen by."""
         if variant.path not in self.pending:
             return variant  # an empty patch: nothing was left to read
-        parsed, problems = parse_data(
-            variant.path, self.pending[variant.path], self.outside_links, self.scheme
-        )
+        head = self.pending[variant.path]
+        data, unreadable = read_user_file(variant.path, MAX_PATCH_BYTES)
+        if unreadable or not data.startswith(head):
+            why = unreadable or "changed while patchkeeper read it: run the command again"
+            return _invalid(variant.path, [Problem(variant.path, 1, why)])
+        parsed, problems = parse_data(variant.path, data, self.outside_links, self.scheme)
         return parsed or _invalid(variant.path, problems)
 
 

@@ -82,7 +82,9 @@ class PatchFile:
     applies_to: SpecifierSet | None
     upstream_fixed_in: SpecifierSet | None
     smoke: tuple[str, ...]
-    source: bytes = field(repr=False)  # the file's bytes as read (b"" when it could not be)
+    # The file's bytes as read (b"" when it could not be); for a variant `check` has not
+    # chosen yet, only its header's (`Patch.complete` reads the rest): check never hashes it.
+    source: bytes = field(repr=False)
     upstream_has: tuple[ContentCondition, ...] = ()  # all must hold upstream: it has the fix
     header: Header = field(default_factory=Header.none)  # every field, as written; free text
     warnings: tuple[Problem, ...] = ()  # header problems that leave the diff readable
@@ -137,8 +139,8 @@ class Patch:
         A variant that cannot be read is chosen first: its range is unknown, so it may be
         the one for VERSION, and the patch is `invalid` rather than quietly another variant.
         """
-        if (unread := next((v for v in self.variants if v.invalid is not None), None)) is not None:
-            return (unread,)
+        if self._unread is not None:
+            return (self._unread,)
         chosen = self.choose(version)
         if self.complete is None:
             return chosen
@@ -168,6 +170,11 @@ class Patch:
     @cached_property
     def _completed(self) -> dict[Path, PatchFile]:
         return {}
+
+    @cached_property
+    def _unread(self) -> PatchFile | None:
+        """The first variant that cannot be read (asked once: the variants never change)."""
+        return next((v for v in self.variants if v.invalid is not None), None)
 
 
 @dataclass(frozen=True)

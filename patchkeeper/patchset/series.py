@@ -162,12 +162,12 @@ def _alias(
     if where is not None and (where == root or where in root.parents):
         what = "the patch set's own folder" if where == root else "a folder above the patch set"
         return f"{entry!r} is {what}; a series entry names a patch file or a folder of variants"
-    for file in sorted(files):
-        if file in owners:
-            return (
-                f"{entry!r} is the same patch file as {owners[file]!r} ({file.name}); "
-                "list each fix once"
-            )
+    if shared := files & owners.keys():  # the first of them by path, named
+        file = min(shared)
+        return (
+            f"{entry!r} is the same patch file as {owners[file]!r} ({file.name}); "
+            "list each fix once"
+        )
     return None
 
 

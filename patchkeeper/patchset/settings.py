@@ -52,7 +52,7 @@ class Settings:
     source: Path | None
     install_path: Path
     python: str | None = None
-    # where the version is read, the first that answers wins (install/version_chain.py)
+    # where the version is read, the first that answers wins (install/checkout/version_chain.py)
     version_sources: tuple[VersionSource, ...] = (DescribeSource(),)
     update_command: tuple[str, ...] = DEFAULT_UPDATE_COMMAND
     update_timeout: float | None = None

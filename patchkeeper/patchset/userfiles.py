@@ -7,6 +7,7 @@ import functools
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from patchkeeper.model.problems import Problem
@@ -36,6 +37,16 @@ def read_user_file(path: Path, limit: int) -> tuple[bytes, str | None]:
     """PATH's bytes, or why it is not read: it must be a regular file (a symlink to one is
     fine) of at most LIMIT bytes. Never blocks: a FIFO is opened without waiting for a writer
     and refused; a device is refused before a byte is read."""
+    return read_user_file_head(path, limit, None)
+
+
+def read_user_file_head(
+    path: Path, limit: int, enough: Callable[[bytes], int | None] | None, first: int = 1 << 20
+) -> tuple[bytes, str | None]:
+    """`read_user_file`, stopping early: ENOUGH(the bytes read so far) says where what the
+    caller needs ends once it is in them (None: read on). The first read asks FIRST bytes,
+    each next one twice as many, so a short header costs one read of a large file. Without
+    ENOUGH, or when it never answers, the whole file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -47,12 +58,17 @@ def read_user_file(path: Path, limit: int) -> tuple[bytes, str | None]:
             return b"", f"cannot read: not a regular file ({kind})"
         if info.st_size > limit:
             return b"", f"too large ({info.st_size} bytes; at most {limit})"
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
+        chunks, size, ask = [], 0, first if enough is not None else 1 << 20
+        while chunk := os.read(fd, ask):
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:  # it grew while being read
                 return b"", f"too large (more than {limit} bytes)"
+            if enough is not None:
+                data = b"".join(chunks) if len(chunks) > 1 else chunk
+                if (end := enough(data)) is not None:
+                    return data[:end], None
+                chunks, ask = [data], min(ask * 2, 1 << 20)
         return b"".join(chunks), None
     except OSError as exc:
         return b"", f"cannot read ({exc.strerror or exc})"

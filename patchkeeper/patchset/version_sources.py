@@ -1,7 +1,8 @@
 """Where a patch set reads an upstream's version: the ordered chain of version sources in
 `patchkeeper.toml` (`[[install.version_source]]`, or the shorthand keys `version_command` and
 `version_file`), and which release each tag is (`[tags]`). What each source makes of the bytes
-it is given lives here; reading files, blobs and commands is install/version_chain.py's job.
+it is given lives here; reading files, blobs and commands is install/checkout/version_chain.py's
+job.
 
 Kinds, each a table with one of these keys:
 - `json = "install-stamp.json"`, `key = "baseVersion"`: a key of a JSON object in a file;

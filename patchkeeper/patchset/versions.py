@@ -1,7 +1,8 @@
 """How upstream versions are written and compared: PEP 440 and the other schemes a patch set
 can name (`[install] version_scheme`), version tags and `git describe` output read as versions,
 the version file setting, and `VersionInfo` (a version with where it came from). Reading a
-version from an install is the install's job (install/version.py); this module runs nothing.
+version from an install is the install's job (install/checkout/version_probes.py); this module runs
+nothing.
 
 `v0.21.5-3698-g6f7a799` -> `0.21.5+3698.g6f7a799` (Hermes' own format, a PEP 440 local
 version); `v2026.6.19` -> `2026.6.19`; canary tags `v0.22.0-canary.20261001120000` ->

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.install import git
-from patchkeeper.install.scratch import ScratchIndex, scratch_index
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex, scratch_index
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchFile

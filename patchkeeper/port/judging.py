@@ -17,8 +17,8 @@ from pathlib import Path
 from packaging.version import Version
 
 from patchkeeper.engine.classify import classify
-from patchkeeper.install.files import atomic_write
-from patchkeeper.install.scratch import scratch_index
+from patchkeeper.install.plumbing.scratch_index import scratch_index
+from patchkeeper.install.system.durable import atomic_write
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.outcomes import PatchResult

@@ -18,8 +18,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from patchkeeper.install.files import sync_folder
-from patchkeeper.install.journal import checkpoint
+from patchkeeper.install.records.update_journal import checkpoint
+from patchkeeper.install.system.durable import sync_folder
 from patchkeeper.model.errors import UserError
 from patchkeeper.patchset.load import inspect_patch_set
 from patchkeeper.patchset.series import patch_name

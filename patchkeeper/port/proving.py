@@ -11,9 +11,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from patchkeeper.install import git
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.scratch import scratch_index
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import scratch_index
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.port.state import RETIRE, PortState, port_dir
 from patchkeeper.proof.smoke.interpreter import find_python

@@ -19,12 +19,12 @@ from pathlib import Path
 from packaging.version import Version
 
 from patchkeeper.engine.checking import resolve
-from patchkeeper.install import git
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.files import atomic_write
-from patchkeeper.install.journal import checkpoint
-from patchkeeper.install.scratch import object_store
-from patchkeeper.install.version_chain import ref_versions
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.checkout.version_chain import ref_versions
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import object_store
+from patchkeeper.install.records.update_journal import checkpoint
+from patchkeeper.install.system.durable import atomic_write
 from patchkeeper.model.errors import UserError
 from patchkeeper.model.nextstep import command
 from patchkeeper.model.outcomes import PatchResult

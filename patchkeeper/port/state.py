@@ -13,7 +13,7 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchkeeper.install.files import atomic_write
+from patchkeeper.install.system.durable import atomic_write
 from patchkeeper.model.errors import UserError
 
 PORT_DIR = "port"

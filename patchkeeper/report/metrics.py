@@ -23,10 +23,10 @@ from patchkeeper.model import exitcodes
 from patchkeeper.model import outcomes as oc
 
 if TYPE_CHECKING:  # loaded by write_metrics, only when a state folder is given
-    from patchkeeper.install.last_update import LastUpdate
+    from patchkeeper.install.records.last_update import LastUpdate
 
 PREFIX = "patchkeeper_"
-OUTCOMES = (*oc.WRITES, *oc.IN_PLACE, *oc.FAILED, oc.DRIFTED, oc.EXPIRED, oc.PENDING)
+OUTCOMES = (*oc.WRITES, *oc.NOTHING_TO_DO, *oc.FAILED, oc.DRIFTED, oc.EXPIRED, oc.PENDING)
 FIX_STATES = ("in_place", "missing", "unproven", "not_applicable")
 VERDICTS = ("pass", "fail", "error")
 AUDIT_KINDS = ("never_started", "green_but_failing", "stuck", "delivered_but_booked_lost")
@@ -86,7 +86,7 @@ def fix_state(patch: Mapping[str, Any], proven: bool, unproven: Container[str] =
         return "not_applicable"
     if (outcome in oc.WRITES and not proven) or patch.get("name") in unproven:
         return "unproven"
-    if outcome in (*oc.WRITES, *oc.IN_PLACE):
+    if outcome in (*oc.WRITES, *oc.NOTHING_TO_DO):
         return "in_place"
     return "missing"  # an outcome word this version does not know is never a fix in place
 
@@ -248,8 +248,8 @@ def write_metrics(
     """The run's metrics to PATH, atomically: the collector reads the old file or the new one
     (its temp name does not end in .prom, which the textfile collector skips). STATE_DIR: the
     install's state folder, whose last finished update is reported too."""
-    from patchkeeper.install.files import atomic_write
-    from patchkeeper.install.last_update import last_update
+    from patchkeeper.install.records.last_update import last_update
+    from patchkeeper.install.system.durable import atomic_write
 
     last = last_update(state_dir) if state_dir is not None else None
     if last is not None and last.unreadable:

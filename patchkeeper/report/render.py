@@ -233,8 +233,9 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
 
     A field given as an iterator (not a list) is a list written item by item as it comes, so
     a large document (`check` over many refs) is never held whole, as objects or as text; the
-    bytes are those `json.dumps(document, indent=2)` gives."""
-    import json  # here, not at the top: the text reports never need it
+    bytes are those `json.dumps(document, indent=2)` gives (made by the C encoder:
+    json_text.py; a value made once may stand in as `json_text.Encoded`)."""
+    from patchkeeper.report.json_text import indented  # here: the text reports never need it
 
     document: dict[str, Any] = {"schema": SCHEMA, "command": command, "exit_code": exit_code}
     keys = DOCUMENT_KEYS.get(command, DOCUMENT_KEYS.get(command.split(" ")[0], {}))
@@ -242,27 +243,22 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
     document.update(fields)
     out = _Chunks()
     for number, (key, value) in enumerate(document.items()):
-        out.write(("{\n  " if number == 0 else ",\n  ") + json.dumps(key) + ": ")
+        out.write(("{\n  " if number == 0 else ",\n  ") + indented(key) + ": ")
         if isinstance(value, Iterator):
             _write_items(out, value)
         else:
-            out.write(_nested(value, "\n  "))
+            out.write(indented(value, 1))
     out.write("\n}\n")
     out.flush()
 
 
-def _nested(value: Any, indent: str) -> str:
-    """VALUE as `json.dumps(..., indent=2)` writes it where its lines start with INDENT."""
-    import json
-
-    return json.dumps(value, indent=2, default=str).replace("\n", indent)
-
-
 def _write_items(out: _Chunks, items: Iterator[Any]) -> None:
     """A list at the document's second level, one item at a time."""
+    from patchkeeper.report.json_text import indented
+
     separator = "[\n    "
     for item in items:
-        out.write(separator + _nested(item, "\n    "))
+        out.write(separator + indented(item, 2))
         separator = ",\n    "
     out.write("[]" if separator.startswith("[") else "\n  ]")
 

@@ -11,7 +11,7 @@ from patchkeeper.report.render import patch_json, patch_lines
 
 if TYPE_CHECKING:  # the commands that render one have loaded them
     from patchkeeper.engine.patching import TreeReport
-    from patchkeeper.install.checkout import Install
+    from patchkeeper.install.checkout.install import Install
     from patchkeeper.patchset.versions import VersionInfo
 
 

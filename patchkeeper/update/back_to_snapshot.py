@@ -6,8 +6,8 @@ your edits."""
 from __future__ import annotations
 
 from patchkeeper.engine.patching import worktree_status
-from patchkeeper.install import git
-from patchkeeper.install import journal as jr
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import nextstep
 from patchkeeper.update.context import RunContext

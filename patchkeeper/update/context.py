@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.lock import InstallLock
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.locks.install_lock import InstallLock
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.model import nextstep
 from patchkeeper.update.report import UpdateReport
 
 if TYPE_CHECKING:
-    from patchkeeper.install.snapshot import Dirty
+    from patchkeeper.install.plumbing.work_tree_snapshot import Dirty
     from patchkeeper.leftovers.find import Leftover
 
 DEFAULT_TIMEOUT = 3600.0

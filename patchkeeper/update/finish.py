@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import shutil
 
-from patchkeeper.install import git
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import install_version
-from patchkeeper.install.last_update import record_end
-from patchkeeper.install.version_chain import reads_the_work_tree
+from patchkeeper.install.checkout.install import install_version
+from patchkeeper.install.checkout.version_chain import reads_the_work_tree
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.last_update import record_end
 from patchkeeper.leftovers import find as lo
 from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.update.context import RunContext

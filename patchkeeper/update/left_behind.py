@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from patchkeeper.install import gitlocks
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import operation_in_progress
+from patchkeeper.install.checkout.install import operation_in_progress
+from patchkeeper.install.locks import git_locks as gitlocks
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import outcomes as oc
 from patchkeeper.update.context import RunContext

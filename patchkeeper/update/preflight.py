@@ -65,7 +65,7 @@ def _freshen(ctx: RunContext, ref: str) -> str:
     """Fetch REF's branch first when it is a remote-tracking ref, so the preview never
     passes on stale data (freshness.py). When the fetch fails: stop, saying how old the ref
     is and how to preview it as it is (--force), or with --force go on with a note."""
-    from patchkeeper.install.freshness import FETCH_TIMEOUT, freshen
+    from patchkeeper.install.checkout.freshness import FETCH_TIMEOUT, freshen
 
     timeout = min(ctx.options.timeout or DEFAULT_TIMEOUT, FETCH_TIMEOUT)
     fresh = freshen(ctx.install.path, ref, timeout)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from patchkeeper.engine.patching import TreeReport, apply_patches
 from patchkeeper.engine.symlinks import check_symlinks
-from patchkeeper.install import git
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import install_version
-from patchkeeper.install.state import load_applied, save_applied, written_diff
-from patchkeeper.install.version import adopt_remote_tags, described_on_a_tag
-from patchkeeper.install.version_chain import a_file_answers, unknown_version_advice
+from patchkeeper.install.checkout.install import install_version
+from patchkeeper.install.checkout.version_chain import a_file_answers, unknown_version_advice
+from patchkeeper.install.checkout.version_probes import adopt_remote_tags, described_on_a_tag
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.applied import load_applied, save_applied, written_diff
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
@@ -93,7 +93,7 @@ def _learn_release_tags(ctx: RunContext) -> VersionInfo | None:
     again), else None.
 
     Only `git describe` needs the release tags; it is asked only when no file or stamp
-    source before it gives a version (install/version_chain.py). So origin is not asked (a
+    source before it gives a version (install/checkout/version_chain.py). So origin is not asked (a
     network round trip) when a file states one in the new release, nor when the new HEAD
     carries a release tag here already (the updater's fetch brought it: describe names it,
     else `git tag --points-at` says so). The note names only the tags the update brought

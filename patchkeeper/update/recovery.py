@@ -27,18 +27,18 @@ import time
 from dataclasses import dataclass, field
 
 from patchkeeper.engine.patching import TreeReport, worktree_status
-from patchkeeper.install import git
-from patchkeeper.install import journal as jr
-from patchkeeper.install.last_update import record_end
-from patchkeeper.install.liveness import (
+from patchkeeper.install.locks.install_lock import InstallLock
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.last_update import record_end
+from patchkeeper.install.system.liveness import (
     command_name,
     group_alive,
     group_members,
     may_be_same_process,
 )
-from patchkeeper.install.lock import InstallLock
-from patchkeeper.install.settle import Settled, settle
 from patchkeeper.install.workspace import Workspace
+from patchkeeper.install.writer.settle import Settled, settle
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model.errors import BusyError
 from patchkeeper.model.verdict import tree_exit_code

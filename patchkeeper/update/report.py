@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from patchkeeper.install.checkout import Install
+from patchkeeper.install.checkout.install import Install
 from patchkeeper.model import exitcodes
 from patchkeeper.model import outcomes as oc
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # imported where used: only a --preview run checks a ref or f
     # only phase 6 writes the patch set (run.py: the later phases load on demand)
     from patchkeeper.engine.checking import RefReport
     from patchkeeper.engine.patching import TreeReport
-    from patchkeeper.install.freshness import Freshness
+    from patchkeeper.install.checkout.freshness import Freshness
     from patchkeeper.leftovers import find as lo
 
 

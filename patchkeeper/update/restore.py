@@ -4,10 +4,11 @@ way back, phase 6 is the rollback: back_to_snapshot.py.)"""
 
 from __future__ import annotations
 
-from patchkeeper.install import git, trees
-from patchkeeper.install import journal as jr
-from patchkeeper.install.scratch import ref_paths_tree, worktree_paths_tree
-from patchkeeper.install.worktree_writer import write_merge
+from patchkeeper.install.checkout import tree_objects as trees
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.scratch_index import ref_paths_tree, worktree_paths_tree
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.writer.write import write_merge
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import nextstep
 from patchkeeper.update.context import RunContext

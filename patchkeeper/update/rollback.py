@@ -26,12 +26,13 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkeeper.install import git, trees
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.state import APPLIED_FILE, WRITTEN_DIR
-from patchkeeper.install.tempfolders import temporary_folder
-from patchkeeper.install.worktree_writer import write_merge, write_trees
+from patchkeeper.install.checkout import tree_objects as trees
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.applied import APPLIED_FILE, WRITTEN_DIR
+from patchkeeper.install.system.temp_folders import temporary_folder
+from patchkeeper.install.writer.write import write_merge, write_trees
 
 ROLL_BACK = "update (roll back)"  # what the tree write journal says was writing
 STATE_BACKUP = "state"  # the run folder's copy of applied.json and written/, before the run

@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import install_version
-from patchkeeper.install.lock import InstallLock
-from patchkeeper.install.meanwhile import meanwhile
+from patchkeeper.install.checkout.install import install_version
+from patchkeeper.install.locks.install_lock import InstallLock
+from patchkeeper.install.plumbing.meanwhile import meanwhile
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import exitcodes, nextstep

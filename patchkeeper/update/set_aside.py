@@ -6,21 +6,27 @@ from __future__ import annotations
 import shutil
 
 from patchkeeper.engine.diffs import split_hunks
-from patchkeeper.install import git, trees
-from patchkeeper.install import journal as jr
-from patchkeeper.install.meanwhile import meanwhile
-from patchkeeper.install.scratch import ScratchIndex, index_entries, plain_index, scratch_index
-from patchkeeper.install.snapshot import dirty
-from patchkeeper.install.state import (
+from patchkeeper.install.checkout import tree_objects as trees
+from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.meanwhile import meanwhile
+from patchkeeper.install.plumbing.scratch_index import (
+    ScratchIndex,
+    index_entries,
+    plain_index,
+    scratch_index,
+)
+from patchkeeper.install.plumbing.tree_diff import list_tree_diff, reversed_diff
+from patchkeeper.install.plumbing.tree_overlay import overlay
+from patchkeeper.install.plumbing.work_tree_snapshot import dirty
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.applied import (
     APPLIED_FILE,
     WRITTEN_DIR,
     load_applied,
     save_applied,
     written_diff,
 )
-from patchkeeper.install.tree_changes import list_tree_diff, reversed_diff
-from patchkeeper.install.tree_overlay import overlay
-from patchkeeper.install.worktree_writer import write_trees
+from patchkeeper.install.writer.write import write_trees
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
 from patchkeeper.update.context import RunContext

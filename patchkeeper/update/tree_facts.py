@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from patchkeeper.install.tree_changes import Listed
+from patchkeeper.install.plumbing.tree_diff import Listed
 
 Entry = tuple[str, str] | None  # (mode, blob) of a path in a tree, None where it is absent
 _FILE_MODES = {"100644", "100755"}
 
 
 def tree_changes(listed: Sequence[Listed]) -> dict[str, tuple[Entry, Entry]]:
-    """Each path of LISTED (two trees' diff: tree_changes.list_tree_diff), with its entry on
+    """Each path of LISTED (two trees' diff: tree_diff.list_tree_diff), with its entry on
     either side."""
     return {
         path: (_entry(old_mode, old_sha), _entry(new_mode, new_sha))

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.processes import run_in_group
+from patchkeeper.install.processes.process_groups import run_in_group
+from patchkeeper.install.records import update_journal as jr
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.report import CommandResult
 
@@ -28,7 +28,7 @@ def upstream(ctx: RunContext) -> str:
     def started(pid: int) -> None:
         """Record the updater, held behind its gate: it can move HEAD only once `recover`
         can find it (a kill before this leaves it held, and it ends without running)."""
-        from patchkeeper.install.liveness import process_start_time
+        from patchkeeper.install.system.liveness import process_start_time
 
         jr.checkpoint("4.0.1")  # tests: started, held, not recorded
         # The leader's start time: `recover` judges "still running" by this very process,

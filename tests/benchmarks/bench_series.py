@@ -19,9 +19,16 @@ repository, with `[install] version_scheme = "debian"`. Then, each the median of
   (`patch -p1 --fuzz=0 -N --dry-run`, then applied when that succeeds, going on past a
   failure), which is what `check` answers.
 
-The ratio patchkeeper / quilt is printed per package and for all of them, with the number
-of git processes `check` ran and how many of them were `git apply --3way` (from GIT_TRACE,
-in a run of its own that is not timed).
+The ratios patchkeeper / quilt and patchkeeper / GNU patch are printed per package and for
+all of them, with the number of git processes `check` ran and how many of them were
+`git apply --3way` (from GIT_TRACE, in a run of its own that is not timed), and the load
+average before and after.
+
+The three (four with `--against`) are timed interleaved, one run of each in turn, so a
+machine's load falls on all of them alike. `--against DIR` times the `check` of another
+patchkeeper checkout too (say, main's: `--against /work/main`), with its git processes and
+the ratio this one / that one. `--keep DIR` builds there, and a later run with the same
+`--keep` reuses what is built.
 """
 
 from __future__ import annotations
@@ -32,17 +39,19 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 from patchkeeper.patchset.versions import SCHEMES
-from tests.benchmarks.bench_check import median_seconds
 
 DEBIAN = SCHEMES["debian"]
 GIT_ENV = {
@@ -215,8 +224,10 @@ def gnu_patch(tree: Path, diff: Path, *flags: str) -> int:
         ).returncode  # fmt: skip
 
 
-def check(repo: Path, patches: Path, trace: Path | None = None) -> dict:
+def check(repo: Path, patches: Path, trace: Path | None = None, code: Path | None = None) -> dict:
     env = {"GIT_TRACE": str(trace)} if trace else {}
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
     proc = run(
         [sys.executable, "-m", "patchkeeper", "check", "--install", str(repo), "--patches",
          str(patches), "--tags", "v*", "--json", "--no-progress"], repo, env=env, check=False,
@@ -227,30 +238,73 @@ def check(repo: Path, patches: Path, trace: Path | None = None) -> dict:
         return {"error": proc.stderr.decode(errors="replace").strip()[-400:]}
 
 
-def measure(
-    package: str, repo: Path, patches: Path, tags: list[str], work: Path, runs: int
-) -> tuple[tuple | None, collections.Counter[str]]:
-    """One package's row (times, git processes, GNU patch's answers) and outcome counts."""
+def git_calls(repo: Path, patches: Path, work: Path, code: Path | None) -> tuple[dict, int, int]:
+    """`check`'s answer, its git processes and its `git apply --3way` ones (GIT_TRACE)."""
     trace = work / "trace"
-    doc = check(repo, patches, trace)
+    trace.unlink(missing_ok=True)
+    doc = check(repo, patches, trace, code)
+    said = trace.read_text(errors="replace").splitlines() if trace.exists() else []
+    calls = [line for line in said if "trace: built-in: git" in line]
+    three_way = sum(1 for line in calls if "apply" in line and "--3way" in line)
+    return doc, len(calls), three_way
+
+
+def interleaved(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """The median seconds of each of ACTIONS, run in turn RUNS times (the order rotating)."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
+    names = list(actions)
+    for number in range(runs):
+        turn = names[number % len(names) :] + names[: number % len(names)]
+        for name in turn:
+            start = time.perf_counter()
+            actions[name]()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
+def measure(
+    package: str, built: tuple[Path, Path, list[str]], work: Path, runs: int, against: Path | None
+) -> tuple[dict | None, collections.Counter[str]]:
+    """One package's row (times, git processes, GNU patch's answers) and outcome counts."""
+    repo, patches, tags = built
+    doc, calls, three_way = git_calls(repo, patches, work, None)
     if "targets" not in doc:
         print(f"{package:<12} check failed: {doc.get('error') or doc.get('message')}")
         return None, collections.Counter()
     outcomes = collections.Counter(
         p["outcome"] for target in doc["targets"] for p in target["patches"]
     )
-    said = trace.read_text(errors="replace").splitlines() if trace.exists() else []
-    calls = [line for line in said if "trace: built-in: git" in line]
-    three_way = sum(1 for line in calls if "apply" in line and "--3way" in line)
     counts = ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items()))
     print(f"{package:<12} {len(series_names(patches)):>7} {' '.join(tags):<24} {counts}")
+    row = {"package": package, "git": calls, "3way": three_way}
+    if against is not None:
+        other, row["other git"], _ = git_calls(repo, patches, work, against)
+        if other != doc:
+            print(f"{package:<12} NOTE: --against answers otherwise (its JSON differs)")
     scratch = work / "trees"
+    shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir()
-    pk = median_seconds(lambda: check(repo, patches), runs)
-    quilt = median_seconds(lambda: quilt_push_all(repo, patches, tags, scratch), runs)
-    each = median_seconds(lambda: patch_each(repo, patches, tags, scratch), runs)
-    gnu = patch_each(repo, patches, tags, scratch)
-    return (package, pk, quilt, each, len(calls), three_way, gnu), outcomes
+    actions: dict[str, Callable[[], object]] = {
+        "check": lambda: check(repo, patches),
+        "quilt": lambda: quilt_push_all(repo, patches, tags, scratch),
+        "each": lambda: patch_each(repo, patches, tags, scratch),
+    }
+    if against is not None:
+        actions["other"] = lambda: check(repo, patches, code=against)
+    row.update(interleaved(actions, runs))
+    row["gnu"] = patch_each(repo, patches, tags, scratch)
+    return row, outcomes
+
+
+def built_or_build(
+    sources: list[Source], folder: Path, root: Path
+) -> tuple[Path, Path, list[str]] | None:
+    """The repository and series under ROOT, from an earlier --keep run when there."""
+    repo, patches = root / "upstream", root / "patches"
+    if (patches / "series").is_file() and (repo / ".git").is_dir():
+        tags = run(["git", "tag", "--list", "v*"], repo).stdout.decode().split()
+        return repo, patches, sorted(tags, key=lambda t: DEBIAN.parse(t[1:]) or DEBIAN.parse("0"))
+    return build(sources[0], releases(folder, sources[0].package), root)
 
 
 def main() -> None:
@@ -258,6 +312,8 @@ def main() -> None:
     parser.add_argument("folder", type=Path, help="where `apt-get source --download-only` ran")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="build here and keep it (default: a temp dir)")
+    parser.add_argument("--against", type=Path, help="another patchkeeper checkout to time too")
+    parser.add_argument("--only", action="append", help="this package only (again: and this)")
     options = parser.parse_args()
     if shutil.which("quilt") is None:
         sys.exit("quilt is not installed (apt-get install quilt)")
@@ -266,33 +322,46 @@ def main() -> None:
         if (source := read_dsc(dsc)) is not None:
             by_package[source.package].append(source)
     work = options.keep or Path(tempfile.mkdtemp(prefix="bench-series-"))
-    totals = collections.Counter()
-    seconds = collections.Counter()
+    totals: collections.Counter[str] = collections.Counter()
+    seconds: collections.Counter[str] = collections.Counter()
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min) at start")
     print(f"{'package':<12} {'patches':>7} {'releases':<24} outcomes (all releases)")
     rows = []
     for package, sources in sorted(by_package.items()):
+        if options.only and package not in options.only:
+            continue
         sources.sort(key=lambda s: DEBIAN.parse(s.version) or DEBIAN.parse("0"))
-        built = build(sources[0], releases(options.folder, package), work / package)
+        built = built_or_build(sources, options.folder, work / package)
         if built is None:
             print(f"{package:<12} no quilt series: left out")
             continue
-        row, outcomes = measure(package, *built, work / package, options.runs)
+        row, outcomes = measure(package, built, work / package, options.runs, options.against)
         if row is not None:
             rows.append(row)
             totals.update(outcomes)
-            seconds.update({"pk": row[1], "quilt": row[2], "each": row[3]})
+            seconds.update({k: row[k] for k in ("check", "quilt", "each", "other") if k in row})
     print()
-    print(f"medians of {options.runs} runs, seconds; ratio = patchkeeper / quilt")
-    print(f"{'package':<12} {'check':>7} {'push -a':>8} {'ratio':>6} {'patch each':>10} "
-          f"{'ratio':>6} {'git':>5} {'3way':>5}  GNU patch fuzz 0")  # fmt: skip
-    for package, pk, quilt, each, calls, three_way, gnu in rows:
-        print(f"{package:<12} {pk:>7.2f} {quilt:>8.2f} {pk / quilt:>6.2f} {each:>10.2f} "
-              f"{pk / each:>6.2f} {calls:>5} {three_way:>5}  {gnu}")  # fmt: skip
+    print(f"medians of {options.runs} interleaved runs, seconds")
+    other = " against   ratio  git" if options.against else ""
+    print(f"{'package':<12} {'check':>6} {'push -a':>8} {'ratio':>6} {'patch each':>10} "
+          f"{'ratio':>6} {'git':>5} {'3way':>5}{other}  GNU patch fuzz 0")  # fmt: skip
+    for row in rows:
+        pk = row["check"]
+        tail = ""
+        if options.against:
+            tail = f" {row['other']:>8.2f} {pk / row['other']:>6.2f} {row['other git']:>4}"
+        print(f"{row['package']:<12} {pk:>6.2f} {row['quilt']:>8.2f} {pk / row['quilt']:>6.2f} "
+              f"{row['each']:>10.2f} {pk / row['each']:>6.2f} {row['git']:>5} {row['3way']:>5}"
+              f"{tail}  {row['gnu']}")  # fmt: skip
     if rows:
-        print(f"{'all':<12} {seconds['pk']:>7.2f} {seconds['quilt']:>8.2f} "
-              f"{seconds['pk'] / seconds['quilt']:>6.2f} {seconds['each']:>10.2f} "
-              f"{seconds['pk'] / seconds['each']:>6.2f}")  # fmt: skip
+        pk = seconds["check"]
+        tail = ""
+        if options.against:
+            tail = f" {seconds['other']:>8.2f} {pk / seconds['other']:>6.2f}"
+        print(f"{'all':<12} {pk:>6.2f} {seconds['quilt']:>8.2f} {pk / seconds['quilt']:>6.2f} "
+              f"{seconds['each']:>10.2f} {pk / seconds['each']:>6.2f} {'':>11}{tail}")  # fmt: skip
         print("outcomes, all packages:", dict(sorted(totals.items())))
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min) at end")
     if options.keep is None:
         shutil.rmtree(work, ignore_errors=True)
 

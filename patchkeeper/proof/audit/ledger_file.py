@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from patchkeeper.install.instants import parse_instant
+from patchkeeper.install.records.instants import parse_instant
 from patchkeeper.proof.audit.records import Execution, Ledger, text_or_none
 
 LEDGER_PATH = Path("cron") / "executions.db"

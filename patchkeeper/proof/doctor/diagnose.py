@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from patchkeeper.install.checkout import open_install
+from patchkeeper.install.checkout.install import open_install
 from patchkeeper.model.errors import PatchkeeperError, UserError
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.load import dangling_smoke, inspect_patch_set

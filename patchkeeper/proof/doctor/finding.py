@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkeeper.install.checkout import Install
+from patchkeeper.install.checkout.install import Install
 from patchkeeper.model import exitcodes
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import PatchSet

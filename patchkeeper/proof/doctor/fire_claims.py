@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from patchkeeper.install.checkout import Install
+from patchkeeper.install.checkout.install import Install
 from patchkeeper.proof.doctor.finding import Finding
 
 

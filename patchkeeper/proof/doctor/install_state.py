@@ -3,8 +3,8 @@ interpreter run, is git in the middle of nothing and free of what an update left
 
 from __future__ import annotations
 
-from patchkeeper.install.checkout import Install, install_version, operation_in_progress
-from patchkeeper.install.processes import run_in_group
+from patchkeeper.install.checkout.install import Install, install_version, operation_in_progress
+from patchkeeper.install.processes.process_groups import run_in_group
 from patchkeeper.leftovers.find import find_leftovers
 from patchkeeper.leftovers.updater_refs import describe, updater_backups
 from patchkeeper.patchset.model import PatchSet

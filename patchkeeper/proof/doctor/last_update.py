@@ -3,9 +3,9 @@ Hermes update receipts, whichever ran last."""
 
 from __future__ import annotations
 
-from patchkeeper.install import journal as jr
-from patchkeeper.install.checkout import Install
-from patchkeeper.install.last_update import LastUpdate, last_update
+from patchkeeper.install.checkout.install import Install
+from patchkeeper.install.records import update_journal as jr
+from patchkeeper.install.records.last_update import LastUpdate, last_update
 from patchkeeper.leftovers.receipts import STASH_STEP, Receipts, install_receipts
 from patchkeeper.model.errors import PatchkeeperError
 from patchkeeper.proof.doctor.finding import Finding

@@ -13,7 +13,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from patchkeeper.install.checkout import Install, install_version
+from patchkeeper.install.checkout.install import Install, install_version
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.model import Patch, PatchFile, PatchSet
@@ -153,8 +153,8 @@ def run_for_patches(
 
     VERSION is the install's version as the caller already worked it out (`apply_patches`'s
     report has it); without it, and only when a patch is not applicable, it is worked out
-    again (the version-source chain, install/version_chain.py). A check named by a header but
-    missing from smoke/ comes back as `error`, never skipped.
+    again (the version-source chain, install/checkout/version_chain.py). A check named by a header
+    but missing from smoke/ comes back as `error`, never skipped.
     """
     results = list(results)
     if version is None and any(r.outcome == oc.NOT_APPLICABLE for r in results):

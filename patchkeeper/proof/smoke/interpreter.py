@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkeeper.install.checkout import Install
+from patchkeeper.install.checkout.install import Install
 from patchkeeper.patchset.settings import Settings
 
 # Where a virtualenv's interpreter usually is, tried when [install] python is not set.

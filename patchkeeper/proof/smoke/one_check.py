@@ -15,11 +15,11 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from patchkeeper.install.processes import run_in_group
+from patchkeeper.install.processes.process_groups import run_in_group
+from patchkeeper.proof.smoke.check_home import GROUP_FILE, scratch_folder
 from patchkeeper.proof.smoke.interpreter import Interpreter
 from patchkeeper.proof.smoke.parse import CheckOutput, parse_verdict
 from patchkeeper.proof.smoke.results import ERROR, CheckResult
-from patchkeeper.proof.smoke.scratch import GROUP_FILE, scratch_folder
 
 PROGRESS_PREFIX = "progress: "
 

@@ -2,7 +2,7 @@
 
 Exit 0 means every fix that applies is in place and proven by its smoke check. A fix is
 proven when the checks its variant's `Smoke:` header names passed since it was written (the
-verdict the install's records keep, `proven` in install/state.py), or when its patch says
+verdict the install's records keep, `proven` in install/records/applied.py), or when its patch says
 that no check can prove it, and why (`Smoke: none (WHY)`). A fix in place that names no check
 and says nothing is not proven (5); one whose checks have not run since it was written (an
 `apply --no-smoke`, a run killed during its checks, a record older than the verdicts) is not
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from patchkeeper.install.state import AppliedRecord, record_proof
+from patchkeeper.install.records.applied import AppliedRecord, record_proof
 from patchkeeper.model import exitcodes, nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
@@ -136,6 +136,6 @@ def status_notes(
                 f"passed since it was written; prove it with: {apply}"
             )
             codes.append(exitcodes.ATTENTION)
-    unchecked = unchecked_notes(patch_set, [r for r in results if r.outcome in oc.IN_PLACE])
+    unchecked = unchecked_notes(patch_set, [r for r in results if r.outcome in oc.NOTHING_TO_DO])
     codes += [exitcodes.ATTENTION] * len(unchecked)
     return exitcodes.worst(*codes), notes + unchecked

@@ -11,14 +11,14 @@ import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from patchkeeper.install.checkout import Install
+from patchkeeper.install.checkout.install import Install
 from patchkeeper.patchset.model import PatchSet
 from patchkeeper.patchset.settings import Settings
 from patchkeeper.proof.smoke.catalog import check_file
+from patchkeeper.proof.smoke.check_home import SCRATCH_DIR, clear_dead_scratch
 from patchkeeper.proof.smoke.interpreter import Interpreter, find_python
 from patchkeeper.proof.smoke.one_check import Progress, run_check
 from patchkeeper.proof.smoke.results import ERROR, PASS, CheckResult, SmokeReport
-from patchkeeper.proof.smoke.scratch import SCRATCH_DIR, clear_dead_scratch
 
 
 def run_checks(

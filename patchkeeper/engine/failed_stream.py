@@ -1,0 +1,293 @@
+"""A failed batch read patch by patch: every conflict of a stream diagnosed in one round.
+
+`git apply` checks every file section of a stream, in order, each on the result of the
+sections before it that applied (a failed section leaves its file as it was), and says, per
+`Checking patch` line, how each went. So one failed run answers for many patches at once,
+wherever the stream's chain of results is the one judging patch by patch would give:
+
+- a patch every section of which applied is applied, unless a file of it is one a failed
+  patch before it touched (that one is judged on the content before it: the patch waits);
+- a patch whose sections failed is not in the chain (a section that applied is: its files are
+  left to a later round), and is judged on the content it failed on, its words git's words
+  about its own sections;
+- a patch on a file whose chain is in doubt, one that moved (an offset is guarded alone),
+  one that is not a plain content change, or one creating a file an earlier patch touched
+  waits for the next round.
+
+The round then applies the applied ones in one run, reads every failed patch's files and
+preimage blobs in one `cat-file --batch`, and judges each failed one (reverse check and
+fuzz hint only where the files do not rule them out: could_apply.py; a 3-way attempt where
+its preimages are at hand). A clean 3-way merge changes what the patches after it see: they
+wait for the next round. The waiting ones go on, in series order, on the index as it is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from patchkeeper.engine.apply_output import (
+    GIT_FATAL,
+    block_offsets,
+    failed_files,
+    section_blocks,
+)
+from patchkeeper.engine.could_apply import fuzz_could_apply, plain_section, reverse_could_apply
+from patchkeeper.engine.diffs import split_hunks
+from patchkeeper.engine.judge import describe, has_it_outcome, judge_failed, merge_has_it_outcome
+from patchkeeper.engine.merging import merge_alone, merge_together, preimages
+from patchkeeper.engine.state import Item, TrialState
+from patchkeeper.install.plumbing.scratch_index import ScratchIndex
+from patchkeeper.model import outcomes as oc
+from patchkeeper.patchset.model import PatchFile
+
+if TYPE_CHECKING:  # the guard is loaded by the first clean 3-way merge
+    from patchkeeper.engine.merge_guard import Refusal
+
+# A failed patch of the round: its place in the stream, and what git said of its sections.
+Failed = tuple[int, list[list[str]]]
+
+
+def _verdict(blocks: list[list[str]], paths: list[str]) -> tuple[str, set[str]] | None:
+    """ "ok", "moved" or "failed", with the paths of the sections that applied; None when a
+    section's words are not clear (an error naming no file of it)."""
+    applied: set[str] = set()
+    failed = False
+    for block, path in zip(blocks, paths, strict=True):
+        if any(line.startswith("error:") for line in block):
+            said = failed_files("\n".join(block).encode(errors="surrogateescape"))
+            if not said:
+                return None
+            failed = True
+        else:
+            applied.add(path)
+    if failed:
+        return "failed", applied
+    return ("moved" if any(block_offsets(b) for b in blocks) else "ok"), applied
+
+
+def _read(items: list[Item], stderr: bytes) -> tuple[list[int], list[Failed], list[int]] | None:
+    """The stream's answer for ITEMS: those applied, those failed (with git's words), those
+    that wait; None when git's words cannot be told apart per section."""
+    blocks = section_blocks(stderr)
+    sections = [split_hunks(variant.diff) for _, variant, _ in items]
+    if len(blocks) != sum(len(s) for s in sections):
+        return None
+    applied: list[int] = []
+    failed: list[Failed] = []
+    waiting: list[int] = []
+    doubt: set[str] = set()  # files whose chain differs from judging one by one
+    pending: set[str] = set()  # files of failed patches, judged on their content as it is
+    touched: set[str] = set()
+    at = 0
+    for number, own in enumerate(sections):
+        said, at = blocks[at : at + len(own)], at + len(own)
+        paths = [path for path, _, _ in own]
+        files = set(paths)
+        creates = {p for p, header, _ in own if b"\nnew file mode " in header}
+        verdict = _verdict(said, paths)
+        if (
+            verdict is None
+            or verdict[0] == "moved"
+            or files & doubt
+            or creates & touched
+            or not all(plain_section(header) for _, header, _ in own)
+            or (verdict[0] == "ok" and files & pending)
+        ):
+            waiting.append(number)
+            doubt |= files
+        elif verdict[0] == "ok":
+            applied.append(number)
+        else:
+            failed.append((number, said))
+            pending |= files
+            doubt |= verdict[1]
+        touched |= files
+    return applied, failed, waiting
+
+
+def judge_stream(state: TrialState, items: list[Item], stderr: bytes) -> list[Item] | None:
+    """ITEMS failed as one stream (git said STDERR; the index is as before it): judge what
+    the stream answers for (see the module docstring) and return the items left to judge, in
+    order; None when git's words cannot be read per patch (the caller splits as before)."""
+    read = _read(items, stderr)
+    if read is None:
+        return None
+    applied, failed, waiting = read
+    if 0 in waiting:
+        return None  # the first one waits: nothing gained over splitting
+    index = state.index
+    if applied:
+        saved = index.save()
+        proc = index.apply(b"".join(items[n][1].diff for n in applied))
+        blocks = section_blocks(proc.stderr)
+        if proc.returncode != 0 or any(block_offsets(b) for b in blocks):
+            index.restore(saved)
+            return None
+        for n in applied:
+            patch, variant, result = items[n]
+            result.outcome = oc.APPLIED
+            state.batched[patch.name] = variant.files
+    later = _judge_failed(state, items, failed)
+    return [items[n] for n in sorted([*waiting, *later])]
+
+
+def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) -> list[int]:
+    """Judge each FAILED patch in order on the index as it is; returns the failed ones left
+    for the next round (those after a clean 3-way merge)."""
+    if not failed:
+        return []
+    index = state.index
+    pairs, paths = [], set()
+    forwards = []
+    for number, said in failed:
+        variant = items[number][1]
+        forward = "\n".join(line for block in said for line in block) + "\n"
+        forwards.append(forward.encode(errors="surrogateescape"))
+        pairs.append((variant.diff, failed_files(forwards[-1])))
+        paths.update(path for path, _, _ in split_hunks(variant.diff))
+    mergeable, contents = state.blobs.mergeable(pairs, read=sorted(paths))
+    knowns = []
+    for number, _ in failed:
+        own = {path for path, _, _ in split_hunks(items[number][1].diff)}
+        knowns.append(
+            {**dict.fromkeys(own, b""), **{p: d for p, d in contents.items() if p in own}}
+        )
+    variants = [items[n][1] for n, _ in failed]
+    fuzz = _fuzz_answers(index, [v.diff for v in variants], knowns)
+    # Patches that share no file are judged together: their reverse checks in one run, their
+    # 3-way merges in one run (a merge changes none of the others' files).
+    disjoint = len(failed) > 1 and sum(map(len, knowns)) == len(set().union(*knowns))
+    reverses: dict[int, bool] = {}
+    merges: tuple[dict[int, bool], dict[int, Refusal]] = ({}, {})
+    if disjoint:
+        reverses, merges = _together(state, variants, knowns, mergeable, contents)
+    # A 3-way attempt writes blobs: a preimage missing before may be there after it.
+    attempted = (
+        disjoint and sum(reverses.get(k) is False and m for k, m in enumerate(mergeable)) > 1
+    )
+    for k, (number, _) in enumerate(failed):
+        patch, variant, result = items[number]
+        known = knowns[k]  # a file the index lacks is empty
+        held = {path: data for path, data in contents.items() if path in known}
+        reverse = reverses.get(k)
+        if reverse is None:
+            reverse = reverse_could_apply(variant.diff, known) and (
+                index.apply(variant.diff, "--check", "--reverse").returncode == 0
+            )
+        merged, refused = merges[0].get(k), merges[1].get(k)
+        if merged is None:
+            merged = False
+            if not reverse and not mergeable[k] and attempted:
+                mergeable[k] = _may_merge_now(state, *pairs[k])
+            if not reverse and mergeable[k]:
+                merged, refused = merge_alone(index, variant.diff, held)
+                attempted = True
+        judge_failed(
+            index, variant, result, has_it_outcome(state.judging, variant), forwards[k],
+            reverse, merged, known, refused, state.blobs, merge_has_it_outcome(state, variant),
+            fuzz.get(k),
+        )  # fmt: skip
+        describe(state, patch, variant, result)
+        if merged and not disjoint:
+            return [n for n, _ in failed[k + 1 :]]
+    return []
+
+
+def _together(
+    state: TrialState,
+    variants: list[PatchFile],
+    knowns: list[dict[str, bytes]],
+    mergeable: list[bool],
+    contents: dict[str, bytes],
+) -> tuple[dict[int, bool], tuple[dict[int, bool], dict[int, Refusal]]]:
+    """For failed VARIANTS that share no file: whether each reverse-applies (those whose
+    files, KNOWNS, do not rule it out, in one run) and whether each that does not merges in
+    3-way (those MERGEABLE, in one run). What this leaves unsettled is asked alone."""
+    reverses = {
+        k: False for k, v in enumerate(variants) if not reverse_could_apply(v.diff, knowns[k])
+    }
+    maybe = [k for k in range(len(variants)) if k not in reverses]
+    if len(maybe) > 1:
+        found = reverse_checks(state.index, [variants[k] for k in maybe])
+        reverses.update({maybe[i]: answer for i, answer in found.items()})
+    tried = [k for k in range(len(variants)) if reverses.get(k) is False and mergeable[k]]
+    if len(tried) < 2:
+        return reverses, ({}, {})
+    merged, refused, _ = merge_together(state.index, [variants[k] for k in tried], contents)
+    return reverses, (
+        {tried[i]: m for i, m in merged.items()},
+        {tried[i]: why for i, why in refused.items()},
+    )
+
+
+def _may_merge_now(state: TrialState, diff: bytes, files: list[str]) -> bool:
+    """Whether a 3-way attempt of DIFF (FILES: its failed files) is to be made now that an
+    earlier attempt may have written the preimage blob it lacked (git writes each merged
+    section's "theirs": in a format-patch series, the next patch's preimage). With no index
+    line for a failed file, never; for one failed file, the attempt itself is the question
+    (git finds no blob and writes nothing, so it fails as the forward apply did); else the
+    blobs are asked again."""
+    needed = preimages(diff)
+    if any(needed.get(path) is None for path in files if path in needed):
+        return False
+    if len(files) == 1:
+        return True
+    [can], _ = state.blobs.mergeable([(diff, files)])
+    return can
+
+
+def _fuzz_answers(
+    index: ScratchIndex, diffs: list[bytes], contents: list[dict[str, bytes]]
+) -> dict[int, bool]:
+    """Whether `git apply --check -C1` succeeds for each of DIFFS on the index, for those
+    whose files (CONTENTS) do not rule it out: one run per set of them that share no file
+    (git's answer for a section depends on its file alone). Where the words cannot be told
+    apart per section, nothing: the conflict asks alone."""
+    answers = {k: False for k, diff in enumerate(diffs) if not fuzz_could_apply(diff, contents[k])}
+    layers: list[tuple[list[int], set[str]]] = []
+    for k in range(len(diffs)):
+        if k in answers:
+            continue
+        paths = set(contents[k])
+        layer = next((layer for layer in layers if not layer[1] & paths), None)
+        if layer is None:
+            layers.append(([k], paths))
+        else:
+            layer[0].append(k)
+            layer[1].update(paths)
+    for members, _ in layers:
+        if len(members) == 1:
+            continue  # asking alone costs the same, in measure
+        proc = index.apply(b"".join(diffs[k] for k in members), "--check", "-C1")
+        blocks = section_blocks(proc.stderr)
+        counts = [len(split_hunks(diffs[k])) for k in members]
+        if proc.returncode == GIT_FATAL or len(blocks) != sum(counts):
+            continue
+        at = 0
+        for k, count in zip(members, counts, strict=True):
+            said, at = blocks[at : at + count], at + count
+            answers[k] = not any(line.startswith("error:") for b in said for line in b)
+    return answers
+
+
+def reverse_checks(index: ScratchIndex, variants: list[PatchFile]) -> dict[int, bool]:
+    """Whether each of VARIANTS (no two share a file) would reverse-apply, as far as two
+    `git apply --check --reverse` runs tell: all of them, then those git did not name.
+    Where that does not settle it, the index is left out (the caller asks alone)."""
+    proc = index.apply(b"".join(v.diff for v in variants), "--check", "--reverse")
+    if proc.returncode == 0:
+        return dict.fromkeys(range(len(variants)), True)
+    named = set(failed_files(proc.stderr))
+    if proc.returncode == GIT_FATAL or not named:
+        return {}
+    failed = {i for i, v in enumerate(variants) if named.intersection(v.files)}
+    rest = [i for i in range(len(variants)) if i not in failed]
+    answers = dict.fromkeys(failed, False)
+    if not rest:
+        return answers
+    if len(rest) == 1:
+        return answers  # one left: asking it alone costs the same
+    again = index.apply(b"".join(variants[i].diff for i in rest), "--check", "--reverse")
+    if again.returncode == 0:
+        answers.update(dict.fromkeys(rest, True))
+    return answers

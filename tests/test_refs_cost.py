@@ -1,0 +1,192 @@
+"""What `check` spends per ref and per variant, counted (never timed; issue 30).
+
+- A tag whose tree was judged already, with a version that chooses alike, costs no git
+  process, no scratch folder and no work per patch: it shares the first ref's results, and
+  only the fixes whose choice can depend on the version are asked about it.
+- `check --format json` encodes with the C encoder, and the outcomes of refs that share
+  their results are encoded once; the bytes are `json.dumps(document, indent=2)`'s.
+- A variant `check` does not choose is read up to where its diff starts, never whole.
+
+Real git repositories and patch files in tmp_path; the counters wrap patchkeeper's own
+functions (git still runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchkeeper.engine import checking
+from patchkeeper.install.plumbing import git as git_module
+from patchkeeper.patchset.load import load_patch_set
+from patchkeeper.patchset.model import Patch
+from tests.helpers import diff_of, git, make_repo, outcomes, patch_text, run_json
+
+LINES = "".join(f"line {n}\n" for n in range(1, 31))
+SAME_TAGS = 12
+
+
+def _set(tmp_path: Path) -> tuple[Path, Path]:
+    """An install tagged v1.0 and SAME_TAGS tags after it with the very same tree; three plain
+    fixes and one with a variant for <1.0 and one for >=1.0."""
+    files = {f"f{n}.py": LINES.replace("line", f"f{n}") for n in range(4)}
+    repo = make_repo(tmp_path / "repo", files, tag="v1.0")
+    for n in range(1, SAME_TAGS + 1):
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"release 1.{n}: no change")
+        git(repo, "tag", f"v1.{n}")
+    root = tmp_path / "ps"
+    (root / "varied").mkdir(parents=True)
+    names = []
+    for n in range(3):
+        edit = {f"f{n}.py": files[f"f{n}.py"].replace(f"f{n} 9\n", f"f{n} 9 fixed\n")}
+        (root / f"fix{n}.patch").write_text(patch_text(diff_of(repo, edit)))
+        names.append(f"fix{n}.patch")
+    edit = {"f3.py": files["f3.py"].replace("f3 20\n", "f3 20 fixed\n")}
+    for name, spec in (("old", "<1.0"), ("new", ">=1.0")):
+        text = patch_text(diff_of(repo, edit), applies_to=spec)
+        (root / "varied" / f"{name}.patch").write_text(text)
+    (root / "series").write_text("\n".join([*names, "varied/"]) + "\n")
+    return repo, root
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[int]:
+    """Count the calls of OWNER.NAME (it still runs)."""
+    calls = [0]
+    real = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def _costs(monkeypatch: pytest.MonkeyPatch, repo: Path, root: Path, refs: list[str]) -> dict:
+    """What checking REFS cost: git processes, folders made, patches asked for their variant
+    choice, classifications; and the reports."""
+    patch_set = load_patch_set(root, deferred=True)
+    with monkeypatch.context() as patched:
+        costs = {
+            "git": _counting(patched, git_module, "run"),
+            "folders": _counting(patched, os, "mkdir"),
+            "choices": _counting(patched, Patch, "candidates"),
+            "classify": _counting(patched, checking, "classify"),
+        }
+        reports = checking.check_refs(repo, patch_set, refs)
+    return {name: calls[0] for name, calls in costs.items()} | {"reports": reports}
+
+
+def test_a_tag_whose_tree_was_judged_costs_no_work_per_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, root = _set(tmp_path)
+    one = _costs(monkeypatch, repo, root, ["v1.0"])
+    tags = ["v1.0", *(f"v1.{n}" for n in range(1, SAME_TAGS + 1))]
+    many = _costs(monkeypatch, repo, root, tags)
+    assert (many["git"], many["folders"], many["classify"]) == (
+        one["git"], one["folders"], one["classify"],
+    )  # fmt: skip
+    # The one fix with variants is asked twice per extra tag (its choice, the paths it
+    # touches); the three plain fixes are not asked again.
+    assert many["choices"] - one["choices"] <= 2 * SAME_TAGS
+    first, *rest = many["reports"]
+    assert all(report.results is first.results for report in rest)
+    alone = checking.check_refs(repo, load_patch_set(root), tags, reuse=False, batch=False)
+    assert [[(r.name, r.outcome, r.variant) for r in report.results] for report in alone] == [
+        [(r.name, r.outcome, r.variant) for r in report.results] for report in many["reports"]
+    ]
+
+
+def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In process, so the pure-Python encoder's maker and the patch renderer can be counted;
+    the document must be the one the CLI prints as a subprocess."""
+    import json.encoder
+
+    from patchkeeper.commands import check
+    from patchkeeper.report import render
+
+    repo, root = _set(tmp_path)
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--json"]
+    slow = _counting(monkeypatch, json.encoder, "_make_iterencode")
+    rendered = _counting(monkeypatch, render, "patch_json")
+    code = check.command.main(args, standalone_mode=False)
+    monkeypatch.undo()
+    printed = capsys.readouterr().out
+    cli_code, document = run_json("check", *args[:-1])
+    assert code == cli_code == 0
+    assert printed == json.dumps(document, indent=2) + "\n"
+    assert len(document["targets"]) == SAME_TAGS + 1
+    assert outcomes(document) == {f"fix{n}": "applied" for n in range(3)} | {"varied": "applied"}
+    assert slow[0] == 0  # no value went through the pure-Python encoder
+    assert rendered[0] == 4  # the four fixes, once: every tag shares the first one's results
+
+
+def test_a_variant_not_chosen_is_read_up_to_its_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo", {"app.py": LINES}, tag="v1.5")
+    big = {"app.py": LINES + "".join(f"added line {n} {'x' * 60}\n" for n in range(4000))}
+    diff = diff_of(repo, big)
+    assert len(diff) > 256_000
+    root = tmp_path / "ps"
+    (root / "fix").mkdir(parents=True)
+    for k in range(10):
+        spec = f">={k}.0,<{k + 1}.0"
+        (root / "fix" / f"v{k}.patch").write_text(patch_text(diff, applies_to=spec))
+    (root / "series").write_text("fix/\n")
+    header = len(patch_text(diff, applies_to=">=1.0,<2.0").split("diff --git")[0])
+    read: dict[str, int] = {}
+    real_open, real_read, names = os.open, os.read, {}
+
+    def opened(path: Any, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, *args, **kwargs)
+        names[fd] = os.path.basename(os.fspath(path))
+        return fd
+
+    def counted(fd: int, size: int) -> bytes:
+        data = real_read(fd, size)
+        read[names.get(fd, "?")] = read.get(names.get(fd, "?"), 0) + len(data)
+        return data
+
+    monkeypatch.setattr(os, "open", opened)
+    monkeypatch.setattr(os, "read", counted)
+    patch_set = load_patch_set(root, deferred=True)
+    [chosen] = patch_set.patches[0].candidates(checking.Version("1.5"))
+    monkeypatch.undo()
+    assert chosen.path.name == "v1.patch" and chosen.diff and chosen.files == ("app.py",)
+    unchosen = {
+        name: size for name, size in read.items() if name.startswith("v") and name != "v1.patch"
+    }
+    assert len(unchosen) == 9
+    assert all(size <= max(header, 4096) for size in unchosen.values()), unchosen
+    assert read["v1.patch"] > len(diff)  # chosen: its header, then the whole file
+    code, document = run_json("check", "--install", repo, "--patches", root, "--ref", "v1.5")
+    assert (code, outcomes(document)) == (0, {"fix": "applied"})
+
+
+def test_the_c_made_text_is_the_standard_indented_text_for_every_kind_of_value() -> None:
+    from patchkeeper.report.json_text import Encoded, indented
+
+    inner = {"a": [1, 2.5, None, True], "b": {}, "c": [], "d": 'é\n"x"\t', "e": (1, "t")}
+    values: list[Any] = [
+        {}, [], "plain", 7, -0.0, float("nan"), float("inf"), None, False, Path("/a b"),
+        inner, [inner, [inner, []], {"k": [{}], "p": Path("x")}],
+        {1: "int key", None: "none key", 2.5: [1], False: {"x": 1}},
+        {"nested": {3: [1, {"y": 2}]}, "list": [[[]], [[1]], {"z": ()}]},
+    ]  # fmt: skip
+    for value in values:
+        standard = json.dumps(value, indent=2, default=str)
+        assert indented(value) == standard
+        assert indented(value, 3) == standard.replace("\n", "\n" + "  " * 3)
+    shared = Encoded([inner, {"q": [inner]}])
+    document = {"one": shared, "two": [shared, {"three": shared}]}
+    plain = {"one": [inner, {"q": [inner]}]}
+    plain["two"] = [plain["one"], {"three": plain["one"]}]
+    assert indented(document) == json.dumps(plain, indent=2)
