@@ -137,7 +137,7 @@ def classify(
     if trees:
         classification.scratch = scratch
     else:
-        scratch.close()
+        scratch.close_later()  # nothing of it is read any more: it goes while work goes on
     return classification
 
 
@@ -245,5 +245,5 @@ def _judge_in_order(
             run_batch(state, pending)
             pending = []
             results.append(classify_patch(state, patch, variant))
-    run_batch(state, pending)
+    run_batch(state, pending, last=True)
     return results
