@@ -226,14 +226,23 @@ def test_origin_is_asked_for_release_tags_only_when_the_version_needs_them(
     assert doc["install"]["version_after"] == "1.2.0"
     asked = traced(trace, "ls-remote --tags origin 'refs/tags/v*'")
     assert asked == (1 if case == "branch-only" else 0)
+    # Whether HEAD carries a release tag is read from describe's own answer (its tag, or a
+    # distance from one), not asked of git again; describe is asked again only when tags
+    # were learnt from origin.
+    assert traced(trace, "tag --points-at HEAD --list 'v[0-9]*'") == 0
+    after = trace.read_text().split("built-in: git pull", 1)[1]
+    described = after.count("built-in: git describe ")
+    assert described == {"branch-only": 2, "version-file": 0, "tags-followed": 1}[case]
     assert git(install, "tag", "--list", "v1.2.0") == ("" if case == "version-file" else "v1.2.0")
 
 
 def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     """patchkeeper's own git processes in an update whose patches alone were in the tree
     (the updater runs without GIT_TRACE, so the trace holds ours alone): HEAD is read twice
-    (the run's start, the apply), unmerged paths listed twice (the lock's refusal, phase 5's
-    leftovers), and the set-aside diffs no two trees: its snapshot says what it changed."""
+    (the run's start, the apply), unmerged paths listed once by `ls-files -u` (phase 5's
+    leftovers: the updater may leave some; before it, the snapshot's `git status` says
+    them), the refs of earlier updates listed once (phase 5 has preflight's answer), and the
+    set-aside diffs no two trees: its snapshot says what it changed."""
     _, install, patches = setup(tmp_path)
     config = patches / "patchkeeper.toml"
     config.write_text(config.read_text().replace('["git",', '["env", "-u", "GIT_TRACE", "git",'))
@@ -243,15 +252,46 @@ def test_an_update_asks_git_each_question_once(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     commands = re.findall(r"trace: built-in: git (.*)$", trace.read_text(), re.MULTILINE)
     assert sum(c == "rev-parse -q --verify 'HEAD^{commit}'" for c in commands) == 2, commands
-    assert sum(c.startswith("ls-files -u") for c in commands) == 2, commands
+    assert sum(c.startswith("ls-files -u") for c in commands) == 1, commands
+    assert sum(c.startswith("for-each-ref") for c in commands) == 1, commands
     assert sum(c.startswith("diff-tree") for c in commands) == 1, commands  # the apply's
     # The patch moved on the new release: the offset guard (engine/offset_guard.py) reads the
     # file before and after the move, and the batch applies that patch alone: 4 processes
     # that came with it. Whether its reverse applies at its own place is not asked: the file
     # before holds no run of the lines the patch leaves (engine/could_apply.py).
     assert sum("--reverse" in c for c in commands) == 0, commands
-    # 32 (+5) before these were asked once; 27 (+5) with a snapshot of the whole tree
-    assert len(commands) <= 26 + 4, commands
+    assert not [c for c in commands if c.startswith("tag --points-at")], commands
+    # 32 (+5) before these were asked once; 27 (+5) with a snapshot of the whole tree; 26
+    # (+4) with one of the dirty paths alone; 23 (+4) with each question asked once; 24 in
+    # all since the merge of conflicts2 (the moved patch costs one apply and one read now)
+    assert len(commands) <= 24, commands
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["status-says", "lock-asks"])
+def test_unmerged_paths_are_refused_before_anything_changes(tmp_path: Path, preview: bool) -> None:
+    """Unmerged index entries with no merge under way (a conflicted `git stash pop`): the
+    update refuses them, the install as it was and no journal left. Without --preview the
+    snapshot's `git status` says them, just before phase 3; with one, the lock asks."""
+    _, install, patches = setup(tmp_path)
+    assert pk("apply", "--install", install, "--patches", patches).returncode == 0
+    blob = git(install, "rev-parse", "HEAD:f3.py")
+    entries = f"0 {'0' * 40}\tf3.py\n" + "".join(
+        f"100644 {blob} {stage}\tf3.py\n" for stage in (1, 2, 3)
+    )
+    subprocess.run(["git", "update-index", "--index-info"], cwd=install, input=entries,
+                   text=True, check=True)  # fmt: skip
+    head, tree = git(install, "rev-parse", "HEAD"), (install / "f0.py").read_text()
+    asked = ["--preview", "v1.1.0"] if preview else []
+    proc = pk("update", *asked, "--install", install, "--patches", patches)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().endswith(
+        f"{install}: the install has unmerged paths (f3.py); finish or abort it first"
+    ), proc.stderr
+    assert git(install, "rev-parse", "HEAD") == head
+    assert (install / "f0.py").read_text() == tree  # the patch still in place
+    assert git(install, "ls-files", "-u")  # left to git and the operator
+    assert git(install, "for-each-ref", "refs/patchkeeper/") == ""
+    assert not (install / ".git" / "patchkeeper" / "journal.json").exists()
 
 
 def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None:
@@ -268,6 +308,20 @@ def test_the_update_command_loads_the_later_phases_only_when_they_come() -> None
              "patchkeeper.proof.smoke.for_patches", "patchkeeper.update.reapply",
              "patchkeeper.update.restore", "patchkeeper.update.checks"}  # fmt: skip
     assert not later & modules
+
+
+def test_the_rare_paths_load_only_when_they_come() -> None:
+    """Every phase of an update loaded, and still neither the leftovers' healing nor the
+    updater's receipts: they load when a leftover is dropped or a stash is found."""
+    code = (
+        "import sys\nimport patchkeeper.commands.update\n"
+        "from patchkeeper.update.run import _load_later_phases\n_load_later_phases()\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(proc.stdout.split())
+    assert "patchkeeper.update.left_behind" in modules
+    assert not {"patchkeeper.leftovers.heal", "patchkeeper.leftovers.receipts"} & modules
 
 
 def test_a_later_phase_that_cannot_load_fails_the_update_before_anything_changes(

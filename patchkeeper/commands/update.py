@@ -21,7 +21,7 @@ from patchkeeper.patchset.load import refuse_overlapping_variants
 from patchkeeper.report.render import emit_json
 from patchkeeper.report.update import render_update, update_json
 from patchkeeper.update.context import UpdateOptions
-from patchkeeper.update.run import run_update
+from patchkeeper.update.run import lists_unmerged_paths, run_update
 
 
 @click.command("update")
@@ -75,7 +75,8 @@ def command(
     workspace = open_workspace(install_path, patches_dir)
     refuse_overlapping_variants(workspace.patch_set)  # the new version is not known yet
     options = UpdateOptions(args, timeout, preview_ref, force, as_json)
-    with locked_for_writing(workspace, "update", wait) as lock:
+    unmerged_later = lists_unmerged_paths(options)
+    with locked_for_writing(workspace, "update", wait, unmerged_later=unmerged_later) as lock:
         report = run_update(workspace, lock, options)
     if lock.taken_over:
         report.notes.append(f"took over a stale lock from dead {lock.taken_over.describe()}")

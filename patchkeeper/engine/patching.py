@@ -66,12 +66,15 @@ def classify_worktree(
     patch_set: PatchSet,
     *,
     was_in_place: Collection[str] = (),
+    version: VersionInfo | None = None,
 ) -> tuple[VersionInfo, str | None, Classification, dict[str, AppliedRecord]]:
     """Classify the work tree: the version, HEAD, the classification and the records it was
     made with. WAS_IN_PLACE names patches in place before an update set them aside (the
-    install's records count too): one of them that expired is never quiet."""
+    install's records count too): one of them that expired is never quiet. VERSION: the
+    install's, when the caller has just worked it out (not asked again)."""
     check_symlinks(install, patch_set)
-    version = install_version(install, settings)
+    if version is None:
+        version = install_version(install, settings)
     records, recorded = _recorded(install)
     # A record describes the tree of the HEAD it was made on. Once HEAD has moved (an update
     # patchkeeper did not wrap, a commit), the patch is judged afresh against what is there.
@@ -154,11 +157,12 @@ def apply_patches(
     patch_set: PatchSet,
     *,
     was_in_place: Collection[str] = (),
+    version: VersionInfo | None = None,
 ) -> TreeReport:
-    """Write every patch that applies in one step and record it (WAS_IN_PLACE: see
+    """Write every patch that applies in one step and record it (WAS_IN_PLACE, VERSION: see
     `classify_worktree`)."""
     version, head_now, classification, records = classify_worktree(
-        install, settings, patch_set, was_in_place=was_in_place
+        install, settings, patch_set, was_in_place=was_in_place, version=version
     )
     head = head_now or ""
     start, final, index = classification.start_tree, classification.final_tree, classification.index

@@ -112,15 +112,19 @@ _WHOLE_SET_WRITERS = frozenset({"apply", "update"})
 
 
 @contextmanager
-def locked_for_writing(workspace: Workspace, command: str, wait: float) -> Iterator[InstallLock]:
-    """Every command that writes to the install starts here: the lock, then the refusals."""
+def locked_for_writing(
+    workspace: Workspace, command: str, wait: float, *, unmerged_later: bool = False
+) -> Iterator[InstallLock]:
+    """Every command that writes to the install starts here: the lock, then the refusals.
+    UNMERGED_LATER: the command refuses unmerged paths itself, from a listing it makes
+    anyway before it changes anything (`update`'s snapshot), so git is not asked here."""
     from patchkeeper.install.locks.install_lock import install_lock
     from patchkeeper.install.writer.settle import settle
 
     with install_lock(workspace.install.state_dir, command, wait) as lock:
         lock.settled = settle(workspace.install.path, workspace.install.state_dir)
         refuse_if_unfinished(workspace.install)  # first: it may explain a git operation too
-        refuse_if_busy_with_git(workspace.install)
+        refuse_if_busy_with_git(workspace.install, [] if unmerged_later else None)
         if command in _WHOLE_SET_WRITERS:
             remembered.refuse_foreign(workspace.install, workspace.patch_set)
         yield lock

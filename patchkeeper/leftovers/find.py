@@ -20,13 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchkeeper.install.checkout.install import Install
-from patchkeeper.install.checkout.tree_objects import changed_paths
 from patchkeeper.install.plumbing import git
-from patchkeeper.install.plumbing.scratch_index import scratch_index
 from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.system.durable import atomic_write
 from patchkeeper.install.writer.settle import INTERRUPTED_PREFIX
-from patchkeeper.leftovers.receipts import install_receipts
 from patchkeeper.leftovers.reflog import ReflogEntry, read_reflog
 from patchkeeper.model import nextstep
 from patchkeeper.model.errors import UserError
@@ -153,6 +150,8 @@ def _optional_rev(repo: Path, rev: str) -> str | None:
 
 
 def _leftover_files(repo: Path, base: str, rev: str, untracked: str | None) -> list[str]:
+    from patchkeeper.install.checkout.tree_objects import changed_paths  # a leftover: rare
+
     files = changed_paths(repo, base, rev)
     if untracked:
         raw = git.run(["ls-tree", "-r", "--name-only", "-z", untracked], repo).stdout
@@ -256,6 +255,8 @@ def _set_aside_leftovers(
 
 def classify_content(repo: Path, leftover: Leftover, patch_set: PatchSet) -> None:
     """Set LEFTOVER's classification and the patches whose content it holds."""
+    from patchkeeper.install.plumbing.scratch_index import scratch_index  # a leftover: rare
+
     assert leftover.rev and leftover.base
     with scratch_index(repo, private_objects=True) as index:  # status adds no object
         index.load_ref(leftover.base, leftover.files)
@@ -288,6 +289,8 @@ def _note_parked_receipts(install: Install, leftovers: list[Leftover]) -> None:
     stashes = [item for item in leftovers if item.kind == STASH and item.rev]
     if not stashes:
         return
+    from patchkeeper.leftovers.receipts import install_receipts  # a stash found: rare
+
     receipts = install_receipts(install.path)
     for leftover in stashes:
         assert leftover.rev
@@ -307,9 +310,12 @@ def find_leftovers(
     new_stashes: set[str] = frozenset(),  # type: ignore[assignment]
     exclude_run: str | None = None,
     unmerged: bool = True,
+    set_aside: list[Leftover] | None = None,
 ) -> list[Leftover]:
     """Everything left behind now, each classified by content; UNMERGED False: the caller
     refused unmerged paths a moment ago (`refuse_if_busy_with_git`), so git is not asked.
+    SET_ASIDE: the refs of earlier updates as this process found them a moment ago (no run
+    but this one, which holds the install lock, writes those), so git is not asked again.
 
     The refs of an unfinished update are not leftovers: `recover` finishes or undoes that run.
     """
@@ -317,9 +323,13 @@ def find_leftovers(
         exclude_run = unfinished.id
     found = _stash_leftovers(install, set(new_stashes) | known_stashes(install))
     found += _autostash_leftovers(install)
-    found += _set_aside_leftovers(install.path, exclude_run)
     for leftover in found:
         classify_content(install.path, leftover, patch_set)
+    if set_aside is None:
+        set_aside = _set_aside_leftovers(install.path, exclude_run)
+        for leftover in set_aside:
+            classify_content(install.path, leftover, patch_set)
+    found += set_aside
     _note_parked_receipts(install, found)
     return found + (_unmerged_leftover(install) if unmerged else [])
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from patchkeeper.install.checkout.install import Install
 from patchkeeper.install.locks.install_lock import InstallLock
@@ -14,6 +14,10 @@ from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.workspace import Workspace
 from patchkeeper.model import nextstep
 from patchkeeper.update.report import UpdateReport
+
+if TYPE_CHECKING:
+    from patchkeeper.install.plumbing.work_tree_snapshot import Dirty
+    from patchkeeper.leftovers.find import Leftover
 
 DEFAULT_TIMEOUT = 3600.0
 
@@ -42,6 +46,10 @@ class RunContext:
     # the report (or the JSON document), never mixed with them.
     sink: BinaryIO = field(default_factory=lambda: sys.stderr.buffer)
     resumed: bool = False  # True when `recover` finishes a run another process started
+    # The refs of earlier updates that preflight found (None: not looked for in this process)
+    set_aside_before: list[Leftover] | None = None
+    # What differs from HEAD, as `git status` said just before phase 3 (set_aside.survey)
+    dirty: Dirty | None = None
 
     @property
     def install(self) -> Install:

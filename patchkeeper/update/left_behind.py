@@ -11,7 +11,6 @@ from patchkeeper.install.checkout.install import operation_in_progress
 from patchkeeper.install.locks import git_locks as gitlocks
 from patchkeeper.install.records import update_journal as jr
 from patchkeeper.leftovers import find as lo
-from patchkeeper.leftovers import heal
 from patchkeeper.model import outcomes as oc
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.report import LeftoverAction
@@ -27,7 +26,11 @@ def leftovers(ctx: RunContext) -> str:
     before = set(ctx.journal.extra.get("leftovers_before", []))
     ctx.report.leftovers = []
     found = lo.find_leftovers(
-        ctx.install, ctx.ws.patch_set, new_stashes=new, exclude_run=ctx.journal.id
+        ctx.install,
+        ctx.ws.patch_set,
+        new_stashes=new,
+        exclude_run=ctx.journal.id,
+        set_aside=ctx.set_aside_before,
     )
     for item in found:
         action = LeftoverAction(item, "found")
@@ -98,6 +101,8 @@ def settle_leftovers(ctx: RunContext, outcomes: dict[str, str]) -> None:
         item = action.leftover
         back = item.patches and all(outcomes.get(n) in BACK_IN_PLACE for n in item.patches)
         if item.classification == lo.PATCH_CONTENT and back:
+            from patchkeeper.leftovers import heal  # a leftover to drop: rare
+
             action.backup_ref = heal.drop(ctx.install, item)
             action.action = "dropped"
             action.detail = "held only patch content, which is back in place"

@@ -17,10 +17,13 @@ def preflight(ctx: RunContext) -> str:
     """Phase 1: refuse a patch that goes through a symlink, and note what was left behind
     before the run (so phase 5 can tell what its updater left)."""
     check_symlinks(ctx.install, ctx.ws.patch_set)  # refused before anything changes
-    # No unmerged paths: `locked_for_writing` refused them, before the run began.
+    # Unmerged paths are not leftovers of before: refused by `locked_for_writing`, or, in
+    # a run without --preview, by set_aside.survey before phase 3 (run.py).
     leftovers = lo.find_leftovers(ctx.install, ctx.ws.patch_set, unmerged=False)
     for item in leftovers:
         ctx.report.leftovers.append(LeftoverAction(item, "found-before"))
+    # Phase 5 finds these again without asking git (only this run, under the lock, adds one).
+    ctx.set_aside_before = [item for item in leftovers if item.kind == lo.SET_ASIDE]
     # Saved with the next phase's record: preflight changes nothing a crash could leave.
     ctx.journal.extra["leftovers_before"] = [item.id for item in leftovers]
     return f"HEAD {ctx.journal.old_head[:12]}, version {ctx.journal.old_version}"

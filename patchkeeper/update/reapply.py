@@ -9,13 +9,16 @@ from patchkeeper.engine.patching import TreeReport, apply_patches
 from patchkeeper.engine.symlinks import check_symlinks
 from patchkeeper.install.checkout.install import install_version
 from patchkeeper.install.checkout.version_chain import a_file_answers, unknown_version_advice
-from patchkeeper.install.checkout.version_probes import adopt_remote_tags
+from patchkeeper.install.checkout.version_probes import adopt_remote_tags, described_on_a_tag
 from patchkeeper.install.plumbing import git
 from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.records.applied import load_applied, save_applied, written_diff
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.errors import UserError
+from patchkeeper.patchset.settings import Settings
+from patchkeeper.patchset.version_sources import CommandSource, DescribeSource
+from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.left_behind import settle_leftovers
 from patchkeeper.update.rollback import STATE_BACKUP
@@ -23,7 +26,7 @@ from patchkeeper.update.rollback import STATE_BACKUP
 
 def apply(ctx: RunContext) -> str:
     """Phase 6 when the update happened: the patch set on the new version."""
-    _learn_release_tags(ctx)
+    version = _learn_release_tags(ctx)
     try:
         check_symlinks(ctx.install, ctx.ws.patch_set)
     except UserError as exc:  # the new release made a folder a symlink: never stuck
@@ -35,6 +38,7 @@ def apply(ctx: RunContext) -> str:
         ctx.ws.settings,
         ctx.ws.patch_set,
         was_in_place=set(load_applied(backup)),
+        version=version,
     )
     _keep_records_of_undecided(ctx, backup)
     jr.checkpoint("6.1")
@@ -83,26 +87,54 @@ def _keep_records_of_undecided(ctx: RunContext, backup: Path) -> None:
         save_applied(ctx.state_dir, {**records, **kept}, diffs)
 
 
-def _learn_release_tags(ctx: RunContext) -> None:
-    """Name the new version right (variants depend on it) though the updater fetched no tags.
+def _learn_release_tags(ctx: RunContext) -> VersionInfo | None:
+    """Name the new version right (variants depend on it) though the updater fetched no tags;
+    the version, when it was worked out here and stands (the apply takes it, not asking
+    again), else None.
 
     Only `git describe` needs the release tags; it is asked only when no file or stamp
     source before it gives a version (install/checkout/version_chain.py). So origin is not asked (a
     network round trip) when a file states one in the new release, nor when the new HEAD
-    carries a release tag here already (the updater's fetch brought it). The note names only
-    the tags the update brought in: reachable from the new HEAD, not from the old one."""
-    if a_file_answers(ctx.install.path, ctx.ws.settings):
-        return
-    if git.out(["tag", "--points-at", "HEAD", "--list", "v[0-9]*"], ctx.install.path):
-        return
+    carries a release tag here already (the updater's fetch brought it: describe names it,
+    else `git tag --points-at` says so). The note names only the tags the update brought
+    in: reachable from the new HEAD, not from the old one."""
+    settings, repo = ctx.ws.settings, ctx.install.path
+    if a_file_answers(repo, settings):
+        return None
+    version = _described_first(ctx)
+    if version is not None and described_on_a_tag(version):
+        return version
+    asked = ["tag", "--points-at", "HEAD", "--list", "v[0-9]*"]
+    if not _no_release_tag_on_head(version, settings) and git.out(asked, repo):
+        return version
     try:
-        adopted = adopt_remote_tags(ctx.install.path)
+        adopted = adopt_remote_tags(repo)
     except git.GitError as exc:
         ctx.report.notes.append(f"could not list origin's tags ({exc}): the version may lag")
-        return
+        return version
     brought = _brought_in(ctx, adopted)
     if brought:
         ctx.report.notes.append(f"tagged commits the update brought in: {', '.join(brought)}")
+    return None if adopted else version
+
+
+def _described_first(ctx: RunContext) -> VersionInfo | None:
+    """The new version, worked out before the tags are learnt, when no version command is
+    among its sources (a command is run once, after: it may read the tags its own way)."""
+    if any(isinstance(source, CommandSource) for source in ctx.ws.settings.version_sources):
+        return None
+    return install_version(ctx.install, ctx.ws.settings)
+
+
+def _no_release_tag_on_head(version: VersionInfo | None, settings: Settings) -> bool:
+    """Whether `git describe`, looking at every release tag (`v[0-9]*`), named none on HEAD
+    itself: then no release tag is on it, and git is not asked again."""
+    every_release_tag = all(
+        settings.tags.describe_matches(source) == ["--match", "v[0-9]*"]
+        for source in settings.version_sources
+        if isinstance(source, DescribeSource)
+    )
+    return version is not None and described_on_a_tag(version) is False and every_release_tag
 
 
 def _brought_in(ctx: RunContext, tags: list[str]) -> list[str]:

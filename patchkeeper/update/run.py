@@ -15,8 +15,9 @@ Each phase is a function of the run's context (context.py) in a module of its ow
 records each in the journal before it starts and chooses which comes next.
 
 The modules of phases 5-10 are imported when those phases start, not with this one: an update
-loads them in a thread while phases 1 and 2 wait on git (`_load_later_phases`), and waits for
-them before phase 3, so a patchkeeper that cannot load them changes nothing.
+loads them in a thread while phases 1 and 2 and the snapshot's `git status` (its stat pass of
+the tree) wait on git (`_load_later_phases`), and waits for them before phase 3, so a
+patchkeeper that cannot load them changes nothing.
 """
 
 from __future__ import annotations
@@ -193,6 +194,13 @@ def start_journal(workspace: Workspace) -> jr.Journal:
     return journal
 
 
+def lists_unmerged_paths(options: UpdateOptions) -> bool:
+    """Whether the run refuses unmerged paths itself, from the `git status` its snapshot
+    makes anyway, just before phase 3 (so `locked_for_writing` need not list them). Not
+    after a --preview: it may stop the run, and must never stop one the lock refuses."""
+    return options.preview is None
+
+
 def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) -> UpdateReport:
     """The whole update. The caller holds the install through `locked_for_writing`, whose
     refusals (git busy, an unfinished update) came before anything changed."""
@@ -207,6 +215,8 @@ def run_update(workspace: Workspace, lock: InstallLock, options: UpdateOptions) 
             go_on = True
         else:
             go_on = not run.phase(2, preview, lambda previewed: previewed.detail).stop
+        if go_on and lists_unmerged_paths(options):
+            set_aside.survey(run.ctx)  # the unmerged paths the lock left to it
         later_phases()  # a patchkeeper that cannot load them stops here, not half-way
     except (PatchkeeperError, ImportError):  # nothing was changed yet: no journal to recover
         (workspace.install.state_dir / jr.JOURNAL_FILE).unlink(missing_ok=True)

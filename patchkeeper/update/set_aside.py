@@ -17,6 +17,7 @@ from patchkeeper.install.plumbing.scratch_index import (
 )
 from patchkeeper.install.plumbing.tree_diff import list_tree_diff, reversed_diff
 from patchkeeper.install.plumbing.tree_overlay import overlay
+from patchkeeper.install.plumbing.work_tree_snapshot import dirty
 from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.records.applied import (
     APPLIED_FILE,
@@ -27,16 +28,29 @@ from patchkeeper.install.records.applied import (
 )
 from patchkeeper.install.writer.write import write_trees
 from patchkeeper.model import outcomes as oc
+from patchkeeper.model.errors import UserError
 from patchkeeper.update.context import RunContext
 from patchkeeper.update.rollback import STATE_BACKUP
 from patchkeeper.update.tree_facts import Entry, modes_of_yours, tree_changes, written_exactly
+
+
+def survey(ctx: RunContext) -> None:
+    """Before phase 3: what differs from HEAD (the snapshot's one `git status`), refusing
+    unmerged paths as the lock's refusals would have (it leaves them to this: the one
+    listing serves both). Nothing is changed yet, so a refusal leaves nothing to recover."""
+    found = dirty(ctx.install.path)
+    if found.unmerged:
+        reason = f"the install has unmerged paths ({found.unmerged[0]})"
+        raise UserError(f"{ctx.install.path}: {reason}; finish or abort it first")
+    ctx.dirty = found
 
 
 def set_aside(ctx: RunContext) -> str:
     """Phase 3: snapshot the tree, take the patches out, keep the user's edits in a ref."""
     head, repo = ctx.journal.old_head, ctx.install.path
     records = load_applied(ctx.state_dir)
-    state = trees.worktree_state(ctx.install, _recorded_paths(ctx, records), head)
+    found, ctx.dirty = ctx.dirty, None  # the survey's answer, used once
+    state = trees.worktree_state(ctx.install, _recorded_paths(ctx, records), head, found)
     snapshot, index_dirty = state.tree, state.staged
     head_tree = state.head_tree or trees.tree_of(repo, head)
     if snapshot == head_tree and not records and not index_dirty:

@@ -103,8 +103,10 @@ def operation_in_progress(install: Install, unmerged: list[str] | None = None) -
     return None
 
 
-def refuse_if_busy_with_git(install: Install) -> None:
-    reason = operation_in_progress(install)
+def refuse_if_busy_with_git(install: Install, unmerged: list[str] | None = None) -> None:
+    """Refuse an install in the middle of a git operation; UNMERGED: see
+    `operation_in_progress` (an empty list: the caller lists them itself, a moment later)."""
+    reason = operation_in_progress(install, unmerged)
     if reason:
         raise UserError(f"{install.path}: {reason}; finish or abort it first")
 

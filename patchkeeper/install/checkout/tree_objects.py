@@ -13,7 +13,7 @@ from pathlib import Path
 from patchkeeper.install.checkout.install import Install
 from patchkeeper.install.plumbing import git
 from patchkeeper.install.plumbing.tree_diff import Listed
-from patchkeeper.install.plumbing.work_tree_snapshot import worktree_snapshot
+from patchkeeper.install.plumbing.work_tree_snapshot import Dirty, worktree_snapshot
 from patchkeeper.install.system.temp_folders import temporary_folder
 
 _TOOL_ID = {
@@ -51,15 +51,16 @@ class WorktreeState:
 
 
 def worktree_state(
-    install: Install, also: Iterable[str] = (), head: str | None = None
+    install: Install, also: Iterable[str] = (), head: str | None = None, found: Dirty | None = None
 ) -> WorktreeState:
     """The work tree as a tree object (`worktree_tree`), and how the index stands: HEAD's
-    tree with the dirty paths alone taken from the disk (plumbing/work_tree_snapshot.py), or, where
-    that does
-    not take it, git's own `add -A` of the whole tree."""
+    tree with the dirty paths alone taken from the disk (plumbing/work_tree_snapshot.py), or,
+    where that does not take it, git's own `add -A` of the whole tree. FOUND: `dirty`'s
+    answer there, when the caller asked it a moment ago."""
     also = list(also)
     head = head or git.rev_parse(install.path, "HEAD")
-    if head is not None and (taken := worktree_snapshot(install.path, head, also)) is not None:
+    taken = None if head is None else worktree_snapshot(install.path, head, also, found)
+    if taken is not None:
         made, staged = taken
         return WorktreeState(made.tree, staged, made.base, made.listed)
     staged = git.run(["diff", "--cached", "--quiet"], install.path, check=False)

@@ -17,6 +17,7 @@ from patchkeeper.patchset.version_sources import NAMES_ARE_VERSIONS, DescribeSou
 from patchkeeper.patchset.versions import PEP440, VersionInfo, VersionScheme, describe_parts
 
 _DESCRIBE = DescribeSource()
+DESCRIBED = "git describe: "  # what a version `git describe` read says first
 MAX_COMMAND_OUTPUT = 4096  # bytes of a version command's output kept
 
 
@@ -46,12 +47,21 @@ def describe_all(
 def _described_info(described: str, tags: TagNames) -> VersionInfo:
     if not described:
         why = "no release tag reachable (a shallow clone without tags?)"
-        return VersionInfo(None, f"git describe: {why}", "unknown")
+        return VersionInfo(None, f"{DESCRIBED}{why}", "unknown")
     if (version := tags.described(described)) is not None:
-        return VersionInfo(version, f"git describe: {described}", "describe")
+        return VersionInfo(version, f"{DESCRIBED}{described}", "describe")
     parts = describe_parts(described)
     tag = parts[0] if parts else described
     return VersionInfo(None, f"git describe: {described}: {tags.unknown_reason(tag)}", "unknown")
+
+
+def described_on_a_tag(info: VersionInfo) -> bool | None:
+    """Whether INFO, `git describe`'s answer, named a tag on the commit itself (no distance
+    from it): True, False; None when INFO is not describe's answer."""
+    if info.source != "describe" or not (info.answered or "").startswith(DESCRIBED):
+        return None
+    parts = describe_parts((info.answered or "").removeprefix(DESCRIBED))
+    return None if parts is None else parts[1] is None
 
 
 def version_from_command(

@@ -40,12 +40,14 @@ class Dirty:
     path whose snapshot entry is known already (the index's, where the disk holds what the
     index does; None: absent); FROM_DISK: each path to take from the disk, with the mode git
     gives the file there (None: an untracked file, whose mode git has not said); STAGED:
-    whether the index differs from HEAD; ODD: something only the whole-tree route takes."""
+    whether the index differs from HEAD; ODD: something only the whole-tree route takes;
+    UNMERGED: the unmerged paths, in git's order."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
     from_disk: dict[str, str | None] = field(default_factory=dict)
     staged: bool = False
     odd: bool = False
+    unmerged: list[str] = field(default_factory=list)
 
 
 def _zero(mode: str) -> bool:
@@ -72,7 +74,10 @@ def dirty(repo: Path) -> Dirty:
                     found.from_disk[path] = mode_disk
             else:
                 found.entries[path] = None if _zero(mode_index) else (mode_index, sha_index)
-        elif line:  # unmerged ("u"), or any record this does not read
+        elif kind == "u":  # unmerged: "u XY sub m1 m2 m3 mW h1 h2 h3 path"
+            found.unmerged.append(rest.split(" ", 9)[-1])
+            found.odd = True
+        elif line:  # any record this does not read
             found.odd = True
     return found
 
@@ -117,12 +122,12 @@ def _linked(repo: Path, paths: dict[str, str]) -> dict[str, Entry]:
 
 
 def worktree_snapshot(
-    repo: Path, head: str, also: Iterable[str] = ()
+    repo: Path, head: str, also: Iterable[str] = (), found: Dirty | None = None
 ) -> tuple[Overlaid, bool] | None:
     """The work tree as a tree object on HEAD's (see the module docstring), and whether the
     install's index differs from HEAD; None when this way does not take it (the caller takes
-    git's own)."""
-    found = dirty(repo)
+    git's own). FOUND: what `dirty` said a moment ago, when the caller asked it already."""
+    found = dirty(repo) if found is None else found
     for path in also:  # a file patchkeeper wrote is taken even when ignored
         if path not in found.from_disk and os.path.lexists(repo / path):
             found.from_disk[path] = None
