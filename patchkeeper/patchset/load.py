@@ -107,7 +107,7 @@ class _VariantReader:
 
     def __init__(self, outside_links: bool, scheme: VersionScheme) -> None:
         self.outside_links, self.scheme = outside_links, scheme
-        self.pending: dict[Path, bytes] = {}
+        self.pending: dict[str, bytes] = {}  # path (as text) -> the bytes read of it
 
     def read(
         self, files: list[Path], texts: list[str], *, deferred: bool
@@ -131,7 +131,7 @@ class _VariantReader:
                         file, outside_links=self.outside_links, scheme=self.scheme
                     )
                 elif deferred and parsed is not None and not parsed.empty:
-                    self.pending[file] = data
+                    self.pending[text] = data
             problems += file_problems
             variants.append(parsed or _invalid(file, file_problems))
         return variants, problems
@@ -139,9 +139,8 @@ class _VariantReader:
     def complete(self, variant: PatchFile) -> PatchFile:
         """VARIANT, read without its diff, read whole; `invalid` when its diff cannot be read,
         or when the file no longer begins with the header it was chosen by."""
-        if variant.path not in self.pending:
+        if (head := self.pending.get(str(variant.path))) is None:
             return variant  # an empty patch: nothing was left to read
-        head = self.pending[variant.path]
         data, unreadable = read_user_file(variant.path, MAX_PATCH_BYTES)
         if unreadable or not data.startswith(head):
             why = unreadable or "changed while patchkeeper read it: run the command again"
