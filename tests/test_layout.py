@@ -151,6 +151,40 @@ def test_every_dataclass_says_what_it_is() -> None:
     assert silent == []
 
 
+# A renderer of commands/ waiting for its move to report/, with the reason it waits.
+RENDERERS_STILL_IN_COMMANDS = {
+    "patchkeeper.commands.check": "moves when the start-up work lands (a plain check's path)",
+    "patchkeeper.commands.check_run": "moves when the start-up work lands (a plain check's path)",
+}
+
+
+def _renderers(path: Path) -> list[str]:
+    """What in PATH lays out a report: a top-level function named `render`, `render_...` or
+    `..._json` / `..._lines` (leading underscore or not), or a call of `json.dumps`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.col_offset == 0:
+            name = node.name.lstrip("_")
+            if name == "render" or name.startswith("render_") or name.endswith(("_json", "_lines")):
+                found.append(f"def {node.name}")
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "json.dumps":
+            found.append(f"json.dumps at line {node.lineno}")
+    return found
+
+
+def test_commands_render_through_report() -> None:
+    """Every report a command prints is laid out in report/ (docs/architecture.md: commands/
+    parses options, calls the parts below and renders through report/)."""
+    in_commands = {
+        module: _renderers(path)
+        for module, path in MODULES.items()
+        if _part(module) == "commands" and module not in RENDERERS_STILL_IN_COMMANDS
+    }
+    assert {module: found for module, found in in_commands.items() if found} == {}
+    stale = [m for m in RENDERERS_STILL_IN_COMMANDS if not _renderers(MODULES[m])]
+    assert stale == [], "no renderer left there: take it off RENDERERS_STILL_IN_COMMANDS"
+
+
 # Inside install/: each sub-package with its rank, as for the parts above (the modules directly
 # in install/, `workspace` and `set_choice`, are its top: what a command opens).
 INSTALL_RANKS = {

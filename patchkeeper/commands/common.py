@@ -96,14 +96,22 @@ class Seconds(click.ParamType):
         return seconds
 
 
-def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def wait_option(
+    f: Callable[..., Any], waits_for: str = "another patchkeeper on this install"
+) -> Callable[..., Any]:
     return click.option(
         "--wait",
         type=Seconds(zero_ok=True),
         default=0.0,
         show_default=True,
-        help="Seconds to wait for another patchkeeper on this install before exiting 6.",
+        help=f"Seconds to wait for {waits_for} before exiting 6.",
     )(f)
+
+
+def recover_wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`recover --wait` waits for the lock and then for the interrupted run's updater, each
+    up to the seconds given: its help says both."""
+    return wait_option(f, "another patchkeeper, then for a live updater of the run")
 
 
 class WholeSummaries(click.Group):
@@ -138,6 +146,7 @@ __all__ = [
     "json_option",
     "metrics_option",
     "patches_option",
+    "recover_wait_option",
     "wait_option",
     "write_metrics",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import click
@@ -17,23 +16,8 @@ from patchkeeper.commands.common import (
 from patchkeeper.install.set_choice import choose_near
 from patchkeeper.patchset.bundled import bundled_patches
 from patchkeeper.proof.doctor.diagnose import diagnose
-from patchkeeper.proof.doctor.finding import DoctorReport
-from patchkeeper.report.render import emit_json, paint, patch_json
-
-
-def render(report: DoctorReport) -> None:
-    click.echo(f"doctor: {report.install_path}")
-    width = max(len(f.name) for f in report.findings)
-    for finding in report.findings:
-        word = paint("ok  ", "green") if finding.ok else paint("FAIL", "red")
-        click.echo(f"  {word}  {finding.name:<{width}}  {finding.summary}")
-        for detail in finding.details:
-            click.echo(f"        {'':<{width}}  {detail}")
-    failing = [f.name for f in report.findings if not f.ok]
-    if failing:
-        click.echo(f"safe to update unattended: no ({', '.join(failing)})")
-    else:
-        click.echo("safe to update unattended: yes")
+from patchkeeper.report.doctor import doctor_json, render_doctor
+from patchkeeper.report.render import emit_json
 
 
 @click.command("doctor")
@@ -66,15 +50,11 @@ def command(
     """
     choice = choose_near(patches_dir, install_path)
     report = diagnose(install_path, (choice.path or bundled_patches()).expanduser(), choice.reason)
-    document = {
-        "install": str(report.install_path),
-        "findings": [asdict(f) for f in report.findings],
-        "patches": [patch_json(result) for result in report.patches],
-    }
+    document = doctor_json(report)
     if metrics_path is not None:
         write_metrics(metrics_path, "doctor", report.exit_code, document)
     if as_json:
         emit_json("doctor", report.exit_code, **document)
     else:
-        render(report)
+        render_doctor(report)
     return report.exit_code

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -17,13 +16,14 @@ from patchkeeper.commands.common import (
 from patchkeeper.commands.record import settled_notes
 from patchkeeper.install.records import update_journal as jr
 from patchkeeper.install.workspace import locked_for_writing
-from patchkeeper.install.writer.write_journal import interrupted, interrupted_note
+from patchkeeper.install.writer.write_journal import interrupted
 from patchkeeper.leftovers import find as lo
 from patchkeeper.leftovers import heal
-from patchkeeper.leftovers.updater_refs import describe, updater_backups
-from patchkeeper.model import exitcodes, nextstep
+from patchkeeper.leftovers.updater_refs import updater_backups
+from patchkeeper.model import exitcodes
 from patchkeeper.model.errors import UserError
-from patchkeeper.report.render import emit_json, leftover_json, updater_backup_json
+from patchkeeper.report import leftovers as said
+from patchkeeper.report.render import emit_json
 
 ACTIONS = ("list", "show", "restore", "drop")
 
@@ -39,53 +39,21 @@ def list_leftovers(workspace, as_json: bool) -> int:
     unsettled = unfinished is not None or writer is not None
     code = exitcodes.ATTENTION if items or rescue or unsettled else exitcodes.OK
     if as_json:
-        emit_json(
-            "leftovers",
-            code,
-            leftovers=[leftover_json(i) for i in items],
-            updater_backups=[updater_backup_json(b) for b in backups],
-            patches=[],
-        )
+        emit_json("leftovers", code, **said.leftovers_json(items, backups))
         return code
-    if unfinished is not None:
-        click.echo(
-            f"note: update {unfinished.id} is unfinished, and its refs hold your edits: "
-            "`patchkeeper recover` settles it"
-        )
-    if writer is not None:
-        click.echo(f"note: {interrupted_note(writer)}")
-    if not items:
-        click.echo(f"{workspace.install.path}: no leftovers")
-    for item in items:
-        held = f" ({', '.join(item.patches)})" if item.patches else ""
-        click.echo(
-            f"{item.id:<12} {item.age():>4}  {item.kind:<14} {item.classification}{held}"
-            f"  {item.label}"
-        )
-        click.echo(f"{'':<12}       files: {', '.join(item.files) or '(none)'}")
-        for note in item.notes:
-            click.echo(f"{'':<12}       note: {note}")
-    if backups:
-        click.echo(describe(backups))
-    for backup in backups:
-        click.echo(f"  {backup.kind:<14} {backup.commit[:12]}  {backup.ref}")
-        if backup.needs_a_person:
-            click.echo(f"  {'':<14} look: {backup.inspect_command()}")
-            click.echo(f"  {'':<14} keep: {backup.keep_command()}")
-            click.echo(f"  {'':<14} then: {backup.delete_command()}")
+    run = unfinished.id if unfinished is not None else None
+    said.render_leftovers(workspace.install.path, items, backups, run, writer)
     return code
 
 
 def show(workspace, leftover_id: str, as_json: bool = False) -> int:
     item = lo.find_by_id(workspace.install, workspace.patch_set, leftover_id)
-    if as_json:  # the diff as text: bytes that are not UTF-8 are replaced (U+FFFD)
-        diff = heal.leftover_diff(workspace.install.path, item).decode("utf-8", "replace")
-        emit_json("leftovers show", exitcodes.OK, leftover=leftover_json(item), diff=diff)
+    if as_json:
+        diff = heal.leftover_diff(workspace.install.path, item)
+        emit_json("leftovers show", exitcodes.OK, **said.shown_json(item, diff))
         return exitcodes.OK
-    click.echo(f"# {item.id} {item.kind} {item.classification}: {item.label}")
-    sys.stdout.flush()
-    sys.stdout.buffer.write(heal.leftover_diff(workspace.install.path, item))
-    sys.stdout.buffer.flush()
+    said.render_shown_heading(item)
+    said.write_diff(heal.leftover_diff(workspace.install.path, item))
     return exitcodes.OK
 
 
@@ -93,44 +61,13 @@ def restore(
     workspace, leftover_id: str, markers: bool, as_json: bool, least: int = exitcodes.OK
 ) -> int:
     install = workspace.install
-    patch_root = workspace.patch_set.root
     item = lo.find_by_id(install, workspace.patch_set, leftover_id)
     outcome = heal.restore(install, item, markers=markers)
     code = exitcodes.worst(least, exitcodes.OK if outcome.clean else exitcodes.ATTENTION)
     if as_json:
-        emit_json(
-            "leftovers restore",
-            code,
-            leftover=leftover_json(item),
-            clean=outcome.clean,
-            written=outcome.written,
-            conflicts=outcome.conflicts,
-            backup_ref=outcome.backup_ref,
-            patches=[],
-        )
-        return code
-    if not outcome.clean:
-        conflicts = ", ".join(outcome.conflicts)
-        if markers:
-            click.echo(
-                f"{item.id}: wrote {len(outcome.written)} file(s); resolve the conflict markers "
-                f"in {conflicts}, then "
-                + nextstep.command(
-                    "leftovers", "drop", item.id, install=install.path, patches=patch_root
-                )
-            )
-            return code
-        click.echo(f"{item.id}: would conflict in {conflicts}; nothing changed")
-        show = nextstep.command(
-            "leftovers", "show", item.id, install=install.path, patches=patch_root
-        )
-        click.echo(f"  see it: {show}")
-        again = item.restore_command(install, markers=True, patches=patch_root)
-        click.echo(f"  merge with conflict markers: {again}")
-        return code
-    restored = ", ".join(outcome.written) or "(none)"
-    click.echo(f"{item.id}: restored {len(outcome.written)} file(s): {restored}")
-    click.echo(f"  the entry was removed; backup: {outcome.backup_ref}")
+        emit_json("leftovers restore", code, **said.restored_json(item, outcome))
+    else:
+        said.render_restored(install, workspace.patch_set.root, item, outcome, markers)
     return code
 
 
@@ -139,17 +76,9 @@ def drop(workspace, leftover_id: str, as_json: bool, least: int = exitcodes.OK) 
     backup = heal.drop(workspace.install, item)
     undo = heal.undo_command(workspace.install, item)
     if as_json:
-        emit_json(
-            "leftovers drop",
-            least,
-            leftover=leftover_json(item),
-            backup_ref=backup,
-            undo=undo,
-            patches=[],
-        )
+        emit_json("leftovers drop", least, **said.dropped_json(item, backup, undo))
     else:
-        click.echo(f"{item.id}: dropped; backup: {backup}")
-        click.echo(f"  undo: {undo}")
+        said.render_dropped(item, backup, undo)
     return least
 
 

@@ -14,13 +14,12 @@ from patchkeeper.commands.common import (
     wait_option,
 )
 from patchkeeper.engine.patch_writer import record_patch
-from patchkeeper.install.checkout.install import Install, install_version
+from patchkeeper.install.checkout.install import install_version
 from patchkeeper.install.locks.install_lock import InstallLock
-from patchkeeper.install.workspace import Workspace, locked_for_writing, refuse_bundled_set
+from patchkeeper.install.workspace import locked_for_writing, refuse_bundled_set
 from patchkeeper.model import exitcodes
-from patchkeeper.patchset.versions import VersionInfo
 from patchkeeper.report.render import emit_json
-from patchkeeper.report.tree import install_json
+from patchkeeper.report.tree import render_written, written_json
 
 
 def settled_notes(lock: InstallLock) -> tuple[list[str], int]:
@@ -30,30 +29,6 @@ def settled_notes(lock: InstallLock) -> tuple[list[str], int]:
         return [], exitcodes.OK
     kept = exitcodes.ATTENTION if lock.settled.kept else exitcodes.OK
     return [lock.settled.describe()], kept
-
-
-def written_json(
-    command: str,
-    workspace: Workspace,
-    version: VersionInfo,
-    name: str,
-    path: Path,
-    word: str,
-    notes: list[str] | None = None,
-    code: int = 0,
-) -> None:
-    """The document of `record` and `refresh`: the patch file written, as a one-patch report
-    with the keys of `status` (outcome RECORDED or REFRESHED: it is in place, recorded)."""
-    install: Install = workspace.install
-    variant = str(path.relative_to(workspace.patch_set.root))
-    emit_json(
-        command,
-        code,
-        install=install_json(install, version, install.head()),
-        patch_set=workspace.patch_set_label,
-        patches=[{"name": name, "outcome": word, "variant": variant, "file": str(path)}],
-        notes=notes or [],
-    )
 
 
 @click.command("record")
@@ -100,9 +75,8 @@ def command(
         f"`Smoke: none (WHY)` to {written}; until then status says it is not proven"
     )
     if as_json:
-        written_json("record", workspace, version, name, written, "recorded", notes, code)
+        document = written_json(workspace, version, name, written, "recorded", notes)
+        emit_json("record", code, **document)
     else:
-        click.echo(f"recorded {written} and added it to series")
-        for note in notes:
-            click.echo(f"note: {note}")
+        render_written(f"recorded {written} and added it to series", notes)
     return code

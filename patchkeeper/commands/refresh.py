@@ -13,10 +13,12 @@ from patchkeeper.commands.common import (
     patches_option,
     wait_option,
 )
-from patchkeeper.commands.record import settled_notes, written_json
+from patchkeeper.commands.record import settled_notes
 from patchkeeper.engine.patch_writer import refresh_patch
 from patchkeeper.install.checkout.install import install_version
 from patchkeeper.install.workspace import locked_for_writing, refuse_bundled_set
+from patchkeeper.report.render import emit_json
+from patchkeeper.report.tree import render_written, written_json
 
 
 @click.command("refresh")
@@ -74,11 +76,8 @@ def command(
         for where in refreshed.left_out
     ]
     if as_json:
-        written_json(
-            "refresh", workspace, version, name, refreshed.path, "refreshed", notes, code
-        )
+        document = written_json(workspace, version, name, refreshed.path, "refreshed", notes)
+        emit_json("refresh", code, **document)
     else:
-        click.echo(f"refreshed {refreshed.path}")
-        for note in notes:
-            click.echo(f"note: {note}")
+        render_written(f"refreshed {refreshed.path}", notes)
     return code
