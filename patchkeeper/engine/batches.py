@@ -64,8 +64,10 @@ def batchable(
     return not (trees and shared.intersection(variant.files))
 
 
-def run_batch(state: TrialState, items: list[Item]) -> None:
-    """Apply ITEMS in order, as few `git apply` runs as the answers allow."""
+def run_batch(state: TrialState, items: list[Item], *, last: bool = False) -> None:
+    """Apply ITEMS in order, as few `git apply` runs as the answers allow. LAST: nothing is
+    judged after them and no writer needs the index (no TREES), so a stream that applies is
+    only checked (`--check`: git says the same, and writes no blob nobody will read)."""
     if not items:
         return
     if len(items) == 1:
@@ -73,7 +75,9 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         return
     index = state.index
     saved = index.save()
-    proc = index.apply(b"".join(variant.diff for _, variant, _ in items))
+    only_check = last and not state.trees
+    stream = b"".join(variant.diff for _, variant, _ in items)
+    proc = index.apply(stream, "--check") if only_check else index.apply(stream)
     if proc.returncode == 0:
         sections = section_offsets(proc.stderr)
         counts = [len(_SECTION_RE.findall(variant.diff)) for _, variant, _ in items]
@@ -84,12 +88,14 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
                     result.outcome = oc.APPLIED
                     state.batched[patch.name] = variant.files
                 return
+            if _moved_stand(state, items, counts, sections, saved, only_checked=only_check):
+                return
             # An apply at an offset is guarded alone (judge.py): the ones before it as a
             # batch, it alone, the rest as a batch.
             index.restore(saved)
             run_batch(state, items[:moved])
             try_alone(state, *items[moved])
-            run_batch(state, items[moved + 1 :])
+            run_batch(state, items[moved + 1 :], last=last)
             return
         index.restore(saved)  # git read the stream otherwise: one by one
         for item in items:
@@ -98,7 +104,7 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
     if proc.returncode != GIT_FATAL:
         left = judge_stream(state, items, proc.stderr)
         if left is not None:
-            run_batch(state, left)
+            run_batch(state, left, last=last)
             return
     failed = set(failed_files(proc.stderr))
     suspects = {i for i, (_, v, _) in enumerate(items) if failed.intersection(v.files)}
@@ -123,6 +129,39 @@ def run_batch(state: TrialState, items: list[Item]) -> None:
         run_batch(state, [items[i] for i in group[:first]])
         try_alone(state, *items[group[first]])
         run_batch(state, [items[i] for i in group[first + 1 :]])
+
+
+def _moved_stand(
+    state: TrialState,
+    items: list[Item],
+    counts: list[int],
+    sections: list[list[oc.HunkOffset]],
+    before: tuple[bytes | None, str | None],
+    *,
+    only_checked: bool,
+) -> bool:
+    """Whether the moved patches of a stream that applied (ITEMS, COUNTS: their file
+    sections, SECTIONS: git's offsets per section) stand by their files (stream_moved.py),
+    every result then set. BEFORE: the index before the stream. ONLY_CHECKED: the stream
+    was only checked; the moved ones are applied now, for their files to be read (each
+    alone on its files makes of them what it made in the stream)."""
+    from patchkeeper.engine.stream_moved import alone_on_files, settle_moved  # moved only
+
+    offsets, at = [], 0
+    for count in counts:
+        offsets.append([hunk for section in sections[at : at + count] for hunk in section])
+        at += count
+    moved = [n for n, found in enumerate(offsets) if found]
+    if not alone_on_files(items, moved):
+        return False
+    if only_checked:
+        proc = state.index.apply(b"".join(items[n][1].diff for n in moved))
+        if proc.returncode != 0 or [h for s in section_offsets(proc.stderr) for h in s] != [
+            hunk for n in moved for hunk in offsets[n]
+        ]:
+            state.index.restore(before)
+            return False
+    return settle_moved(state, items, offsets, before)
 
 
 def _first_moved(sections: list[list[oc.HunkOffset]], counts: list[int]) -> int | None:

@@ -24,7 +24,8 @@ Speed comes from asking git fewer questions, never from changing an answer:
   outcomes depend only on the group's patch files and the target's blobs of the group's
   files; a group seen with the same blobs on an earlier ref is not tried again.
 - Private objects: the scratch work writes its blobs and trees into a temporary object
-  directory (scratch.py), so classifying adds nothing to the install's object store.
+  directory (install/plumbing/scratch_index.py), so classifying adds nothing to the
+  install's object store.
 
 This module holds the driver; the steps are functions beside it, over the typed state of
 state.py: batches.py (a batch, split where it fails), failed_stream.py (a failed batch read
@@ -137,7 +138,7 @@ def classify(
     if trees:
         classification.scratch = scratch
     else:
-        scratch.close()
+        scratch.close_later()  # nothing of it is read any more: it goes while work goes on
     return classification
 
 
@@ -245,5 +246,5 @@ def _judge_in_order(
             run_batch(state, pending)
             pending = []
             results.append(classify_patch(state, patch, variant))
-    run_batch(state, pending)
+    run_batch(state, pending, last=True)
     return results

@@ -10,15 +10,19 @@ wherever the stream's chain of results is the one judging patch by patch would g
 - a patch whose sections failed is not in the chain (a section that applied is: its files are
   left to a later round), and is judged on the content it failed on, its words git's words
   about its own sections;
-- a patch on a file whose chain is in doubt, one that moved (an offset is guarded alone),
-  one that is not a plain content change, or one creating a file an earlier patch touched
-  waits for the next round.
+- a patch that moved, on files whose chain is clear, is guarded in the round (an offset
+  stands only when the guard lets it: stream_moved.py, or alone), and the patches after it
+  on its files wait;
+- a patch on a file whose chain is in doubt, one that moved on such a file, one that is not
+  a plain content change, or one creating a file an earlier patch touched waits for the next
+  round.
 
 The round then applies the applied ones in one run, reads every failed patch's files and
 preimage blobs in one `cat-file --batch`, and judges each failed one (reverse check and
 fuzz hint only where the files do not rule them out: could_apply.py; a 3-way attempt where
-its preimages are at hand). A clean 3-way merge changes what the patches after it see: they
-wait for the next round. The waiting ones go on, in series order, on the index as it is.
+its preimages are at hand). A clean 3-way merge changes its files for the failed patches
+after it on them (and theirs for those after them): they wait for the next round, the others
+are judged in this one. The waiting ones go on, in series order, on the index as it is.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.judge import describe, has_it_outcome, judge_failed, merge_has_it_outcome
 from patchkeeper.engine.merging import merge_alone, merge_together, preimages
 from patchkeeper.engine.state import Item, TrialState
+from patchkeeper.engine.stream_moved import apply_round
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model import outcomes as oc
 from patchkeeper.patchset.model import PatchFile
@@ -65,32 +70,46 @@ def _verdict(blocks: list[list[str]], paths: list[str]) -> tuple[str, set[str]] 
     return ("moved" if any(block_offsets(b) for b in blocks) else "ok"), applied
 
 
-def _read(items: list[Item], stderr: bytes) -> tuple[list[int], list[Failed], list[int]] | None:
-    """The stream's answer for ITEMS: those applied, those failed (with git's words), those
-    that wait; None when git's words cannot be told apart per section."""
+def _read(items: list[Item], stderr: bytes) -> list[list[list[str]]] | None:
+    """git's words per section of each of ITEMS; None when they cannot be told apart."""
     blocks = section_blocks(stderr)
-    sections = [split_hunks(variant.diff) for _, variant, _ in items]
-    if len(blocks) != sum(len(s) for s in sections):
+    counts = [len(split_hunks(variant.diff)) for _, variant, _ in items]
+    if len(blocks) != sum(counts):
         return None
+    said, at = [], 0
+    for count in counts:
+        said.append(blocks[at : at + count])
+        at += count
+    return said
+
+
+def _sort(
+    items: list[Item], said: list[list[list[str]]], doubt: set[str], touched: set[str]
+) -> tuple[list[int], list[Failed], list[int], list[int]]:
+    """ITEMS by what the stream (SAID: its words per item) answers for: those applied, those
+    failed (with git's words), those that wait, those that moved on a clear chain. DOUBT and
+    TOUCHED: files already in doubt, and touched, before the first (both grow here)."""
     applied: list[int] = []
     failed: list[Failed] = []
     waiting: list[int] = []
-    doubt: set[str] = set()  # files whose chain differs from judging one by one
+    moved: list[int] = []
     pending: set[str] = set()  # files of failed patches, judged on their content as it is
-    touched: set[str] = set()
-    at = 0
-    for number, own in enumerate(sections):
-        said, at = blocks[at : at + len(own)], at + len(own)
+    for number, (_, variant, _) in enumerate(items):
+        own = split_hunks(variant.diff)
         paths = [path for path, _, _ in own]
         files = set(paths)
         creates = {p for p, header, _ in own if b"\nnew file mode " in header}
-        verdict = _verdict(said, paths)
-        if (
+        verdict = _verdict(said[number], paths)
+        clear = not (files & doubt or creates & touched) and all(
+            plain_section(header) for _, header, _ in own
+        )
+        if verdict is not None and verdict[0] == "moved" and clear and not files & pending:
+            moved.append(number)  # the ones after it on its files wait for its guard
+            doubt |= files
+        elif (
             verdict is None
             or verdict[0] == "moved"
-            or files & doubt
-            or creates & touched
-            or not all(plain_section(header) for _, header, _ in own)
+            or not clear
             or (verdict[0] == "ok" and files & pending)
         ):
             waiting.append(number)
@@ -98,42 +117,48 @@ def _read(items: list[Item], stderr: bytes) -> tuple[list[int], list[Failed], li
         elif verdict[0] == "ok":
             applied.append(number)
         else:
-            failed.append((number, said))
+            failed.append((number, said[number]))
             pending |= files
-            doubt |= verdict[1]
+            doubt |= verdict[1]  # its sections that applied are in the stream's chain only
         touched |= files
-    return applied, failed, waiting
+    return applied, failed, waiting, moved
 
 
 def judge_stream(state: TrialState, items: list[Item], stderr: bytes) -> list[Item] | None:
     """ITEMS failed as one stream (git said STDERR; the index is as before it): judge what
     the stream answers for (see the module docstring) and return the items left to judge, in
     order; None when git's words cannot be read per patch (the caller splits as before)."""
-    read = _read(items, stderr)
-    if read is None:
+    said = _read(items, stderr)
+    if said is None:
         return None
-    applied, failed, waiting = read
-    if 0 in waiting:
-        return None  # the first one waits: nothing gained over splitting
-    index = state.index
-    if applied:
-        saved = index.save()
-        proc = index.apply(b"".join(items[n][1].diff for n in applied))
-        blocks = section_blocks(proc.stderr)
-        if proc.returncode != 0 or any(block_offsets(b) for b in blocks):
-            index.restore(saved)
-            return None
-        for n in applied:
-            patch, variant, result = items[n]
-            result.outcome = oc.APPLIED
-            state.batched[patch.name] = variant.files
-    later = _judge_failed(state, items, failed)
-    return [items[n] for n in sorted([*waiting, *later])]
+    stuck: set[str] = set()  # files whose chain in the stream is not one by one's
+    touched: set[str] = set()
+    first = True
+    while True:
+        applied, failed, waiting, moved = _sort(items, said, set(stuck), set(touched))
+        if 0 in waiting:
+            return None if first else items  # nothing gained over splitting, or a stream
+        if (applied or moved) and not apply_round(state, items, applied, moved):
+            return None if first else items
+        later = _judge_failed(state, items, failed)
+        left = sorted([*waiting, *later])
+        # Every judged patch went as the stream took it (the failed ones out, the moved ones
+        # in): the stream's words for the ones left still hold, read again without git.
+        kept = all(items[n][2].outcome != oc.MERGED_3WAY for n, _ in failed) and all(
+            items[n][2].outcome == oc.APPLIED_OFFSET for n in moved
+        )
+        if later or not left or not kept:
+            return [items[n] for n in left]
+        for n, blocks in failed:  # a section of it that applied is in the stream's chain only
+            paths = [path for path, _, _ in split_hunks(items[n][1].diff)]
+            stuck |= (_verdict(blocks, paths) or ("", set(paths)))[1]
+        touched |= {p for n in range(len(items)) if n not in left for p in items[n][1].files}
+        items, said, first = [items[n] for n in left], [said[n] for n in left], False
 
 
 def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) -> list[int]:
     """Judge each FAILED patch in order on the index as it is; returns the failed ones left
-    for the next round (those after a clean 3-way merge)."""
+    for the next round (those on the files of a clean 3-way merge before them, and so on)."""
     if not failed:
         return []
     index = state.index
@@ -165,32 +190,86 @@ def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) ->
     attempted = (
         disjoint and sum(reverses.get(k) is False and m for k, m in enumerate(mergeable)) > 1
     )
-    for k, (number, _) in enumerate(failed):
-        patch, variant, result = items[number]
-        known = knowns[k]  # a file the index lacks is empty
-        held = {path: data for path, data in contents.items() if path in known}
-        reverse = reverses.get(k)
-        if reverse is None:
-            reverse = reverse_could_apply(variant.diff, known) and (
-                index.apply(variant.diff, "--check", "--reverse").returncode == 0
-            )
-        merged, refused = merges[0].get(k), merges[1].get(k)
-        if merged is None:
-            merged = False
-            if not reverse and not mergeable[k] and attempted:
-                mergeable[k] = _may_merge_now(state, *pairs[k])
-            if not reverse and mergeable[k]:
-                merged, refused = merge_alone(index, variant.diff, held)
-                attempted = True
-        judge_failed(
-            index, variant, result, has_it_outcome(state.judging, variant), forwards[k],
-            reverse, merged, known, refused, state.blobs, merge_has_it_outcome(state, variant),
-            fuzz.get(k),
-        )  # fmt: skip
-        describe(state, patch, variant, result)
-        if merged and not disjoint:
-            return [n for n, _ in failed[k + 1 :]]
-    return []
+    # A clean merge changes its files for the failed patches after it on them, and those
+    # for the ones after them on theirs: they wait for the next round. The others' content
+    # is as the stream saw it: they are judged in this one, in layers of patches that share
+    # no file with an earlier one still to judge (a layer's 3-way merges in one run).
+    changed: set[str] = set()
+    left: list[int] = []
+    todo = list(range(len(failed)))
+    while todo:
+        layer, later, blocked = [], [], set()
+        for k in todo:
+            own = set(knowns[k])
+            if own & changed:
+                left.append(failed[k][0])
+                changed |= own
+            elif own & blocked:
+                later.append(k)
+            else:
+                layer.append(k)
+            blocked |= own
+        if not disjoint and len(layer) > 1:
+            attempted |= _merge_layer(state, variants, layer, knowns, mergeable, contents,
+                                      reverses, merges)  # fmt: skip
+        for k in layer:
+            patch, variant, result = items[failed[k][0]]
+            known = knowns[k]  # a file the index lacks is empty
+            held = {path: data for path, data in contents.items() if path in known}
+            reverse = reverses.get(k)
+            if reverse is None:
+                reverse = _reverse_applies(index, variant, known)
+            merged, refused = merges[0].get(k), merges[1].get(k)
+            if merged is None:
+                merged = False
+                if not reverse and not mergeable[k] and attempted:
+                    mergeable[k] = _may_merge_now(state, *pairs[k])
+                if not reverse and mergeable[k]:
+                    merged, refused = merge_alone(index, variant.diff, held)
+                    attempted = True
+            judge_failed(
+                index, variant, result, has_it_outcome(state.judging, variant), forwards[k],
+                reverse, merged, known, refused, state.blobs,
+                merge_has_it_outcome(state, variant), fuzz.get(k),
+            )  # fmt: skip
+            describe(state, patch, variant, result)
+            if merged and not disjoint:
+                changed.update(known)
+        todo = later
+    return left
+
+
+def _reverse_applies(index: ScratchIndex, variant: PatchFile, known: dict[str, bytes]) -> bool:
+    """Whether VARIANT reverse-applies (git asked only where its files KNOWN allow it)."""
+    return reverse_could_apply(variant.diff, known) and (
+        index.apply(variant.diff, "--check", "--reverse").returncode == 0
+    )
+
+
+def _merge_layer(
+    state: TrialState,
+    variants: list[PatchFile],
+    layer: list[int],
+    knowns: list[dict[str, bytes]],
+    mergeable: list[bool],
+    contents: dict[str, bytes],
+    reverses: dict[int, bool],
+    merges: tuple[dict[int, bool], dict[int, Refusal]],
+) -> bool:
+    """For LAYER (failed VARIANTS that share no file with each other): each one's reverse
+    check into REVERSES, and the 3-way merges of those that do not reverse-apply and have
+    their preimages at hand (MERGEABLE) in one run into MERGES (CONTENTS: the files before
+    it). Whether a merge was tried (git wrote its blobs)."""
+    for k in layer:
+        if k not in reverses:
+            reverses[k] = _reverse_applies(state.index, variants[k], knowns[k])
+    tried = [k for k in layer if not reverses[k] and mergeable[k]]
+    if len(tried) < 2:
+        return False
+    merged, refused, _ = merge_together(state.index, [variants[k] for k in tried], contents)
+    merges[0].update({tried[i]: answer for i, answer in merged.items()})
+    merges[1].update({tried[i]: why for i, why in refused.items()})
+    return True
 
 
 def _together(

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from patchkeeper.engine.apply_output import GIT_FATAL, output_lines
+from patchkeeper.engine.apply_output import GIT_FATAL, failed_files, output_lines, section_blocks
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install.plumbing import git
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
@@ -107,9 +107,9 @@ def merge_together(
     """Whether each of VARIANTS (no two share a file; none applies, none is there already)
     merges in 3-way, from one `git apply --3way` of them all and one of those that
     merged cleanly; the index then holds those merges. A clean merge that would write a
-    change upstream has is dropped (`merge_guard`): its refusal is returned. {} when that
-    does not settle it (the caller asks alone). BEFORE: the index's content of the variants'
-    files before any merge (returned, for the conflicts)."""
+    change upstream has is dropped (`merge_guard`): its refusal is returned. A variant that
+    leaves out is not settled ({} when none is: the caller asks alone). BEFORE: the index's
+    content of the variants' files before any merge (returned, for the conflicts)."""
     saved = index.save()
     diffs = [variant.diff for variant in variants]
     proc = index.apply(b"".join(diffs), "--3way")
@@ -119,18 +119,47 @@ def merge_together(
     said = output_lines(proc.stderr)
     index.restore(saved)
     conflicted = {m[1] for line in said if (m := _CONFLICTED_RE.match(line))}
-    if (
-        proc.returncode == GIT_FATAL
-        or not conflicted
-        or any(line.startswith(("error:", "fatal:")) for line in said)
-    ):
+    if proc.returncode == GIT_FATAL or not conflicted:
         return {}, {}, before
-    clean = [i for i, v in enumerate(variants) if not conflicted.intersection(v.files)]
+    unsure: set[int] = set()  # asked alone
+    if any(line.startswith(("error:", "fatal:")) for line in said):
+        found = _failing(proc.stderr, variants)
+        if found is None:
+            return {}, {}, before
+        failing, unsure = found
+    else:
+        failing = {i for i, v in enumerate(variants) if conflicted.intersection(v.files)}
+    clean = [i for i in range(len(variants)) if i not in failing and i not in unsure]
     if clean and index.apply(b"".join(diffs[i] for i in clean), "--3way").returncode:
         index.restore(saved)
         return {}, {}, before
     merged, refused = _guard(index, variants, clean, before, saved)
-    return {i: merged.get(i, False) for i in range(len(variants))}, refused, before
+    settled = [i for i in range(len(variants)) if i not in unsure]
+    return {i: merged.get(i, False) for i in settled}, refused, before
+
+
+def _failing(stderr: bytes, variants: list[PatchFile]) -> tuple[set[int], set[int]] | None:
+    """For a `--3way` run of VARIANTS that git refused (it said STDERR): those it does not
+    merge (a section merged with conflicts, or one git refused naming its file: alone it
+    fails the same way, a section's answer being its file's own), and those whose words say
+    neither (another error: asked alone). None when the words cannot be told apart per
+    section."""
+    blocks = section_blocks(stderr)
+    counts = [len(split_hunks(variant.diff)) for variant in variants]
+    if len(blocks) != sum(counts):
+        return None
+    failing, unsure, at = set(), set(), 0
+    for i, count in enumerate(counts):
+        own = blocks[at : at + count]
+        at += count
+        lines = [line for block in own for line in block]
+        if any(_CONFLICTED_RE.match(line) for line in lines) or any(
+            failed_files("\n".join(block).encode(errors="surrogateescape")) for block in own
+        ):
+            failing.add(i)
+        elif any(line.startswith("error:") for line in lines):
+            unsure.add(i)
+    return failing, unsure
 
 
 def _guard(

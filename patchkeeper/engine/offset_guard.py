@@ -31,6 +31,7 @@ from patchkeeper.engine.apply_output import parse_offsets
 from patchkeeper.engine.could_apply import reverse_could_apply
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.engine.merge_guard import EVIDENCE, added_blocks, is_telling, judge_merge
+from patchkeeper.install.plumbing.index_file import entry_ids
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.model.outcomes import HunkOffset
 from patchkeeper.patchset.diffpaths import unquote
@@ -58,9 +59,14 @@ def judge_offset(
     applied = index.save()
     sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
     paths = [path for path, _ in sections]
-    after = index.read_files(paths)
-    index.restore(before)
-    old = index.read_files(paths)
+    both = _before_and_after(index, paths, before, applied)
+    if both is None:  # the ids are not known: the index is asked before and after
+        after = index.read_files(paths)
+        index.restore(before)
+        old = index.read_files(paths)
+    else:
+        old, after = both
+        index.restore(before)
     # A reverse check the files show cannot succeed is not asked (could_apply.py).
     reverse = (
         index.apply(diff, "--check", "--reverse") if _could_reverse(diff, paths, old) else None
@@ -92,6 +98,38 @@ def judge_offset(
         )
     index.restore(applied)
     return None
+
+
+def stands_by_files(
+    diff: bytes, offsets: list[HunkOffset], old: dict[str, bytes], after: dict[str, bytes]
+) -> bool:
+    """Whether DIFF, applied at OFFSETS to files holding OLD (AFTER: what it made of them),
+    stands as `judge_offset` says it does when no reverse check is asked: the files rule
+    the reverse out, no moved block stands already between, the apply writes nothing twice.
+    False: `judge_offset` decides (git is asked, or it does not stand)."""
+    sections = [(path, hunks) for path, _, hunks in split_hunks(diff)]
+    if _could_reverse(diff, [path for path, _ in sections], old):
+        return False
+    if _between(sections, old, offsets):
+        return False
+    return judge_merge(sections, old, after, "an apply at an offset") is None
+
+
+def _before_and_after(
+    index: ScratchIndex, paths: list[str], before: Saved, after: Saved
+) -> tuple[dict[str, bytes], dict[str, bytes]] | None:
+    """PATHS' content in the index as saved BEFORE and AFTER (those it held), from the ids in
+    the two copies of its file, in one process; None when the ids are not known."""
+    old_ids, new_ids = (entry_ids(saved[0], index.id_bytes) for saved in (before, after))
+    if old_ids is None or new_ids is None:
+        return None
+    wanted = sorted({ids[path] for ids in (old_ids, new_ids) for path in paths if path in ids})
+    blobs = index.read_blobs(wanted) if wanted else {}
+
+    def held(entries: dict[str, str]) -> dict[str, bytes]:
+        return {p: blobs[entries[p]] for p in paths if p in entries and entries[p] in blobs}
+
+    return held(old_ids), held(new_ids)
 
 
 def _could_reverse(diff: bytes, paths: list[str], old: dict[str, bytes]) -> bool:

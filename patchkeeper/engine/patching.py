@@ -1,7 +1,7 @@
 """Apply and unapply the patch set on the install's work tree: classify, write once, record.
 
 The work tree is written once, from the scratch tree before to the scratch tree after, by
-the work tree writer (worktree_writer.py: each file old or new whatever kills us, journaled);
+the work tree writer (install/writer/write.py: each file old or new whatever kills us, journaled);
 the install's own index is never touched.
 What each patch changed is kept in the state so `unapply` reverses exactly that.
 """

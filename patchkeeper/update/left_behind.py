@@ -44,8 +44,8 @@ def leftovers(ctx: RunContext) -> str:
 
 def blocked(ctx: RunContext) -> tuple[str, str] | None:
     """Why nothing may be written now, and what must happen first: a git lock file that a
-    live process may hold (a stale one is removed: gitlocks.py), or a git operation the
-    updater left unfinished (applying now would mix into it)."""
+    live process may hold (a stale one is removed: install/locks/git_locks.py), or a git
+    operation the updater left unfinished (applying now would mix into it)."""
     for lock in gitlocks.lock_files(ctx.install):
         holders = gitlocks.holders(ctx.install, lock, ctx.journal.upstream_pgid)
         if holders:

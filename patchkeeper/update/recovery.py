@@ -44,7 +44,7 @@ from patchkeeper.model.errors import BusyError
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.update.context import UpdateOptions, retry_command
 from patchkeeper.update.report import UpdateReport
-from patchkeeper.update.rollback import STATE_BACKUP, roll_back_tree
+from patchkeeper.update.rollback import STATE_BACKUP, never_started, roll_back_tree
 from patchkeeper.update.run import UpdateRun
 
 NOTHING = "nothing"  # no unfinished update
@@ -132,19 +132,6 @@ def _wait_for_upstream(journal: jr.Journal, wait: float) -> list[str]:
             time.sleep(_UPSTREAM_POLL_SECONDS)
 
 
-def _goes_back(workspace: Workspace, journal: jr.Journal) -> bool:
-    """Whether the run never got as far as starting the upstream command (HEAD unmoved)."""
-    if journal.phase < jr.UPSTREAM_PHASE:
-        return True
-    started = (
-        journal.upstream_pgid is not None
-        or journal.upstream_ok is not None
-        or bool(journal.extra.get("upstream_starting"))
-    )
-    moved = workspace.install.head() != journal.old_head
-    return journal.phase == jr.UPSTREAM_PHASE and not started and not moved
-
-
 def roll_back(workspace: Workspace, journal: jr.Journal, report: RecoverReport) -> None:
     install = workspace.install
     if git.rev_parse(install.path, journal.ref("before")) is None:
@@ -199,7 +186,8 @@ def recover(
         report = RecoverReport(None, NOTHING, done or ["no unfinished update: nothing to recover"])
         report.settled = settled
         return report
-    report = RecoverReport(journal, OLD if _goes_back(workspace, journal) else NEW, done)
+    goes_back = never_started(journal, workspace.install.head())
+    report = RecoverReport(journal, OLD if goes_back else NEW, done)
     report.settled = settled
     report.actions.append(
         f"update {journal.id} (pid {journal.pid}) stopped in phase {journal.phase_label}"

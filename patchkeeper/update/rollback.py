@@ -15,9 +15,13 @@ becomes the snapshot exactly; when `recover` resumes a run later it is kept in p
 named, since the operator may have written it after the crash.
 
 The merge is computed in git's object store (merge-tree) and written by the work tree writer
-(worktree_writer.py: each file old or new, whatever kills us); a
+(writer/write.py: each file old or new, whatever kills us); a
 path where the snapshot and a later change conflict is left as it is, and the snapshot ref is
 kept so its content stays reachable.
+
+Whether a run goes back is decided here too, at the two moments it can be: `recover` before
+the upstream command started (`never_started`), and phase 6 after it ran (`did_not_happen`).
+A rule about rolling back (how old a run may be, what else must hold) goes into these two.
 """
 
 from __future__ import annotations
@@ -36,6 +40,26 @@ from patchkeeper.install.writer.write import write_merge, write_trees
 
 ROLL_BACK = "update (roll back)"  # what the tree write journal says was writing
 STATE_BACKUP = "state"  # the run folder's copy of applied.json and written/, before the run
+
+
+def never_started(journal: jr.Journal, head: str | None) -> bool:
+    """`recover`: the run never got as far as starting the upstream command and HEAD is where
+    it was, so the tree goes back at once (no phase 5 to 10)."""
+    if journal.phase < jr.UPSTREAM_PHASE:
+        return True
+    started = (
+        journal.upstream_pgid is not None
+        or journal.upstream_ok is not None
+        or bool(journal.extra.get("upstream_starting"))
+    )
+    return journal.phase == jr.UPSTREAM_PHASE and not started and head == journal.old_head
+
+
+def did_not_happen(not_done: str | None, journal: jr.Journal, head: str | None) -> bool:
+    """Phase 6: the update asked for did not happen (NOT_DONE says why) and HEAD is where it
+    was (the upstream command failed, timed out, was killed, or its merge was given up), so
+    the tree goes back to the `before` snapshot instead of taking the patch set again."""
+    return bool(not_done) and head == journal.old_head
 
 
 @dataclass

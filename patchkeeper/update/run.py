@@ -5,8 +5,9 @@ parked while reporting success. So patchkeeper never lets it see a dirty tree: b
 patchkeeper takes its own patches out and puts the user's own edits into a named ref (a commit
 on the old HEAD), leaving a clean checkout; afterwards it applies the patch set to the new
 version and merges the edits back file by file. Each phase is recorded in the journal before
-it starts (journal.py), and everything the phases need to undo or finish the run lives in git
-objects named by refs, so `recover` can finish or roll back a run killed at any point.
+it starts (install/records/update_journal.py), and everything the phases need to undo or
+finish the run lives in git objects named by refs, so `recover` can finish or roll back a run
+killed at any point.
 
 Phases: 1 preflight, 2 preview, 3 set-aside, 4 upstream, 5 leftovers, 6 apply, 7 restore,
 8 smoke, 9 post, 10 report. Phases 5-10 are also how `recover` finishes an interrupted run.
@@ -134,6 +135,7 @@ class UpdateRun:
         """
         from patchkeeper.update import checks, finish, left_behind, reapply, restore
         from patchkeeper.update.back_to_snapshot import roll_back
+        from patchkeeper.update.rollback import did_not_happen
 
         ctx, report = self.ctx, self.ctx.report
         self.phase(5, left_behind.leftovers)
@@ -141,7 +143,7 @@ class UpdateRun:
         if blocked:
             return self._blocked_report(*blocked)
         report.not_done = left_behind.not_done(ctx)
-        back = bool(report.not_done) and ctx.install.head() == ctx.journal.old_head
+        back = did_not_happen(report.not_done, ctx.journal, ctx.install.head())
         post_skipped = "the update did not happen" if back else "the upstream command failed"
         plan: list[tuple[int, Phase | str]] = [
             (6, roll_back if back else reapply.apply),

@@ -27,7 +27,11 @@ from pathlib import Path
 
 from patchkeeper.install.plumbing import git
 from patchkeeper.install.plumbing.mode_check import mode_refusal
-from patchkeeper.install.system.temp_folders import new_folder, remove_folder
+from patchkeeper.install.system.temp_folders import (
+    new_folder,
+    remove_folder,
+    remove_in_background,
+)
 
 
 class IndexFolder:
@@ -41,6 +45,11 @@ class IndexFolder:
 
     def close(self) -> None:
         self._remove()
+
+    def close_later(self) -> None:
+        """Remove the folder while the command goes on (`remove_in_background`)."""
+        if self._remove.detach() is not None:
+            remove_in_background(self.path)
 
 
 def object_store(repo: Path) -> Path:
@@ -75,6 +84,7 @@ class ScratchIndex:
             self.env["GIT_OBJECT_DIRECTORY"] = str(objects)
             self.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(alternates)
         self._tree: str | None = None  # the tree of the index as it is now, once written
+        self.id_bytes = 0  # how long its blob ids are (index_file.py), once entries are added
 
     def _git(self, args: list[str], stdin: bytes | None = None, check: bool = True):
         return git.run(args, self.repo, env=self.env, stdin=stdin, check=check)
@@ -96,6 +106,8 @@ class ScratchIndex:
         if listing:
             self._changed()
             self._git(["update-index", "-z", "--index-info"], stdin=listing)
+            head = listing.split(b"\t", 1)[0].split(b" ")
+            self.id_bytes = next((len(t) // 2 for t in head if len(t) in (40, 64)), 0)
 
     def set_executable(self, paths: Iterable[str], executable: bool) -> None:
         """Set or clear the executable bit of PATHS' entries; their blobs stay."""

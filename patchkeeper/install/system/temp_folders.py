@@ -15,6 +15,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the queue is made by the first background removal
+    import queue
 
 
 def new_folder(prefix: str) -> Path:
@@ -73,12 +77,50 @@ def remove_folder(folder: Path) -> None:
     except OSError as exc:
         inside = os.fsdecode(exc.filename or folder).removeprefix(f"{folder}/")
         where = "" if inside == str(folder) else f": {inside}"
-        with suppress(OSError, ValueError):  # stderr closed or full: nothing more to say
-            sys.stderr.write(
-                f"patchkeeper: warning: could not remove the temporary folder {folder} "
-                f"({exc.strerror or exc}{where}); it holds nothing of yours: remove it by hand\n"
-            )
-            sys.stderr.flush()
+        _say_kept(folder, f"{exc.strerror or exc}{where}")
+
+
+def _say_kept(folder: Path, why: str) -> None:
+    with suppress(OSError, ValueError):  # stderr closed or full: nothing more to say
+        sys.stderr.write(
+            f"patchkeeper: warning: could not remove the temporary folder {folder} "
+            f"({why}); it holds nothing of yours: remove it by hand\n"
+        )
+        sys.stderr.flush()
+
+
+_LATER: list[queue.Queue[Path]] = []  # the folders the remover thread takes, once started
+
+
+def remove_in_background(folder: Path) -> None:
+    """Remove FOLDER (`remove_folder`) in a thread while the command goes on: removing
+    costs what the file system makes of each folder in it (git's object folders: up to 256,
+    1-3 ms each on a busy disk), time the command spends on its answer meanwhile. The process
+    waits for every such removal before it exits (an exit hook), so nothing is left behind,
+    and a folder that cannot be removed is the same one warning line."""
+    if not _LATER:
+        import atexit
+        import queue
+        import threading
+
+        _LATER.append(queue.Queue())
+        worker = threading.Thread(target=_remover, args=(_LATER[0],), daemon=True)
+        worker.start()
+        atexit.register(_LATER[0].join)
+    _LATER[0].put(folder)
+
+
+def _remover(folders: queue.Queue[Path]) -> None:
+    """Remove each folder put in FOLDERS, in turn, for as long as the process lives. Whatever
+    one removal raises, the ones after it are still done: the exit waits for them all."""
+    while True:
+        folder = folders.get()
+        try:
+            remove_folder(folder)  # a refusal of the machine is its warning line
+        except Exception as exc:  # anything else: said the same way, never a stuck exit
+            _say_kept(folder, str(exc))
+        finally:
+            folders.task_done()
 
 
 @contextmanager
