@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from patchkeeper.model.problems import Problem
 from patchkeeper.patchset.userfiles import unsafe_file
 from patchkeeper.patchset.variants import bounds
-from patchkeeper.patchset.versions import VersionScheme
+from patchkeeper.patchset.versions import PEP440, VersionScheme
 
 if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (_specifier_set)
     from packaging.specifiers import SpecifierSet
@@ -64,7 +64,10 @@ def _specifier_set(key: str, text: str) -> tuple[SpecifierSet | None, str]:
 def ranges_in_pep440(
     path: Path, fields: dict[str, str], lines: list[str], scheme: VersionScheme
 ) -> tuple[dict[str, str], list[Problem]]:
-    """FIELDS with the version ranges, written in SCHEME, as PEP 440 specifiers."""
+    """FIELDS with the version ranges, written in SCHEME, as PEP 440 specifiers (FIELDS
+    itself in PEP 440, the default: nothing to convert)."""
+    if scheme is PEP440:
+        return fields, []
     converted, problems = dict(fields), []
     for key in ("applies-to", "upstream-fixed-in"):
         if key in fields:

@@ -20,6 +20,7 @@ it as empty, and so does patchkeeper (said as such); one whose header says a dif
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ TRAILERS = frozenset({
 # trailers): every value is kept, in order, without a warning.
 REPEATABLE = frozenset({"bug", "author", "from", "reviewed-by", "acked-by"}) | TRAILERS
 _KNOWN = DEP3_FIELDS | OUR_FIELDS | MAIL_FIELDS | TRAILERS
-_FIELD_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]*(.*)$")
+_FIELD_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")  # `Name:` starts a field line
 MBOX_RE = re.compile(r"^From [0-9a-f]{40} ")
 _SUBJECT_TAG_RE = re.compile(r"^\[[^]]*PATCH[^]]*\]\s*")
 HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -65,7 +66,7 @@ _STOPS = (*_STARTS, "Index: ")  # and every line where a header ends, but `---` 
 _DIFF_LIKE = ("diff ", "--- ", "+++ ", "@@ ", "Index: ", "GIT binary patch", "Binary files ")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Header:
     """A parsed header. FIELDS holds each field's first value (folded lines joined by "\\n"),
     VALUES every value in order; NAMES the field as written; LINES its first line number."""
@@ -78,6 +79,25 @@ class Header:
     diff_start: int  # index of the first diff line (len(lines): none)
     problems: list[Problem] = field(default_factory=list)  # our own fields, strictly
     warnings: list[Problem] = field(default_factory=list)
+
+    def __init__(
+        self,
+        fields: dict[str, str],
+        values: dict[str, tuple[str, ...]],
+        names: dict[str, str],
+        lines: dict[str, int],
+        free_text: tuple[str, ...],
+        diff_start: int,
+        problems: list[Problem] | None = None,
+        warnings: list[Problem] | None = None,
+    ) -> None:
+        """The dataclass's own, in one write: a frozen dataclass's sets each field through
+        `object.__setattr__`, half of what reading a short header costs (one per variant)."""
+        self.__dict__.update(
+            fields=fields, values=values, names=names, lines=lines, free_text=free_text,
+            diff_start=diff_start, problems=[] if problems is None else problems,
+            warnings=[] if warnings is None else warnings,
+        )  # fmt: skip
 
     @classmethod
     def none(cls) -> Header:
@@ -139,107 +159,119 @@ def looks_like_diff(lines: list[str]) -> bool:
     return any(line.startswith(_DIFF_LIKE) for line in lines)
 
 
-class _Reader:
-    """The state of reading one header, line by line."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.values: dict[str, list[str]] = {}
-        self.names: dict[str, str] = {}
-        self.lines: dict[str, int] = {}
-        self.free: list[str] = []
-        self.problems: list[Problem] = []
-        self.warnings: list[Problem] = []
-        self.last: str | None = None  # the field a continuation line folds into
-
-    def add(self, name: str, value: str, number: int) -> None:
-        key = name.lower()
-        if key in self.values:
-            if key in OUR_FIELDS:
-                self.problems.append(Problem(self.path, number, f"duplicate header {name!r}"))
-                self.last = None
-                return
-            if key not in REPEATABLE and not key.startswith("bug-"):
-                first = self.lines[key]
-                self.warnings.append(
-                    Problem(
-                        self.path,
-                        number,
-                        f"header {name!r} repeats the one on line {first}; both are kept, "
-                        "the first is used",
-                    )
-                )
-        else:
-            self.names[key], self.lines[key] = name, number
-        self.values.setdefault(key, []).append(value.strip())
-        self.last = key
-
-    def fold(self, line: str) -> None:
-        assert self.last is not None
-        self.values[self.last][-1] += "\n" + line.strip()
-
-
 def parse_header(path: Path, lines: list[str]) -> Header:
-    """Read the header of LINES (a patch file's lines without line ends)."""
-    reader = _Reader(path)
-    mail = bool(lines) and MBOX_RE.match(lines[0]) is not None
+    """Read the header of LINES (a patch file's lines without line ends).
+
+    One pass over the lines, each asked a few `startswith` and what its text before the first
+    colon says (`_line_facts`, asked once per distinct line: a fix's variants repeat theirs)."""
+    values: dict[str, list[str]] = {}
+    names: dict[str, str] = {}
+    numbers: dict[str, int] = {}
+    free: list[str] = []
+    problems: list[Problem] = []
+    warnings: list[Problem] = []
+    last: str | None = None  # the field a continuation line folds into
+    count = len(lines)
+    mail = count > 0 and lines[0].startswith("From ") and MBOX_RE.match(lines[0]) is not None
     index = 1 if mail else 0
     in_fields = True  # a blank line or free text ends the field block; known fields go on
-    while index < len(lines):
+    while index < count:
         line = lines[index]
         if (line.startswith(_STOPS) or line == "---") and (
             diff_starts(lines, index) or _quilt_index(lines, index) or line == "---"
         ):
             break
-        match = _FIELD_RE.match(line)
-        if match and (match[2] or "").startswith("//"):
-            match = None  # a bare URL (`https://...`) is text, not a field named "https"
-        if line[:1] in (" ", "\t") and line.strip() and reader.last is not None:
-            reader.fold(line)
+        if line[:1] in (" ", "\t") and last is not None and line.strip():
+            values[last][-1] += "\n" + line.strip()  # a folded line
             index += 1
             continue
-        if (lookalike := _own_lookalike(line, match)) is not None:
+        name, key, value, lookalike = _line_facts(line)
+        if lookalike is not None:
             why = f"{line.strip()[:60]!r} is not read as {lookalike}: write '{lookalike}: VALUE'"
-            reader.problems.append(Problem(path, index + 1, why))
-        if not line.strip():
-            in_fields, reader.last = False, None
-            reader.free.append("")
-        elif match and (in_fields or _known(match[1].lower())):
-            reader.add(match[1], match[2] or "", index + 1)
+            problems.append(Problem(path, index + 1, why))
+        if key is not None and (in_fields or _known(key)):  # never a blank line
+            if key not in values:
+                names[key], numbers[key], values[key], last = name, index + 1, [value], key
+            elif key in OUR_FIELDS:
+                problems.append(Problem(path, index + 1, f"duplicate header {name!r}"))
+                last = None
+            else:
+                warnings += _repeated(path, name, key, index + 1, numbers[key])
+                values[key].append(value)
+                last = key
         else:
-            in_fields, reader.last = False, None
-            reader.free.append(line)
+            in_fields, last = False, None
+            free.append(line if line.strip() else "")
         index += 1
-    while index < len(lines) and not (
-        lines[index].startswith(_STARTS) and diff_starts(lines, index)
-    ):
-        reader.problems += _own_field_after_separator(path, lines, index)
+    while index < count and not (lines[index].startswith(_STARTS) and diff_starts(lines, index)):
+        problems += _own_field_after_separator(path, lines, index)
         index += 1  # a `---` separator, a diffstat, quilt's `Index:` and `====` lines
-    values = {key: tuple(found) for key, found in reader.values.items()}
-    if "subject" in values:  # a mail's subject, with or without the mbox line
-        values["subject"] = tuple(_SUBJECT_TAG_RE.sub("", v) for v in values["subject"])
-    fields = {key: found[0] for key, found in values.items()}
-    free = tuple("\n".join(reader.free).strip("\n").split("\n")) if any(reader.free) else ()
-    return Header(
-        fields, values, reader.names, reader.lines, free, index, reader.problems, reader.warnings
-    )
+    found = {key: tuple(found) for key, found in values.items()}
+    if "subject" in found:  # a mail's subject, with or without the mbox line
+        found["subject"] = tuple(_SUBJECT_TAG_RE.sub("", v) for v in found["subject"])
+    fields = {key: value[0] for key, value in found.items()}
+    text = tuple("\n".join(free).strip("\n").split("\n")) if any(free) else ()
+    return Header(fields, found, names, numbers, text, index, problems, warnings)
+
+
+def _repeated(path: Path, name: str, key: str, number: int, first: int) -> list[Problem]:
+    """A warning for field NAME (KEY) on line NUMBER when it may not repeat (first: FIRST)."""
+    if key in REPEATABLE or key.startswith("bug-"):
+        return []
+    why = f"header {name!r} repeats the one on line {first}; both are kept, the first is used"
+    return [Problem(path, number, why)]
+
+
+def _line_facts(line: str) -> tuple[str, str | None, str, str | None]:
+    """A header LINE (no folded line) read alone: the field's name as written, its key (lower
+    case; None when the line is no field) and value, and the name of our own field the line
+    is written like but is not (None when it is not so written). A short line is read once."""
+    return _short_line_facts(line) if len(line) <= 256 else _facts_of(line)
+
+
+def _facts_of(line: str) -> tuple[str, str | None, str, str | None]:
+    head, colon, rest = line.partition(":")
+    if not colon:
+        return head, None, "", None
+    key, lookalike = _head_facts(head)
+    value = rest.lstrip(" \t") if key is not None else ""
+    if value.startswith("//"):
+        key = None  # a bare URL (`https://...`) is text, not a field named "https"
+    return head, key, value.strip(), None if key in OUR_FIELDS else lookalike
+
+
+_short_line_facts = functools.lru_cache(maxsize=4096)(_facts_of)
+
+
+def _head_facts(head: str) -> tuple[str | None, str | None]:
+    """What a header line's text before its first colon, HEAD, says: the field's key when
+    HEAD is a field's name (lower case), and our own field's name when the line is written
+    like that field but is not it (a lookalike ends at the line's first colon, so HEAD and
+    the colon decide it). Asked once per distinct short HEAD: the variants of a set repeat
+    the same few field names thousands of times."""
+    return _short_head_facts(head) if len(head) <= 64 else _facts(head)
+
+
+def _facts(head: str) -> tuple[str | None, str | None]:
+    key = head.lower() if _FIELD_NAME_RE.fullmatch(head) else None
+    return key, _lookalike_of(head + ":")
+
+
+_short_head_facts = functools.lru_cache(maxsize=1024)(_facts)
 
 
 def _known(key: str) -> bool:
     return key in _KNOWN or key.startswith(("bug-", "x-"))
 
 
-def _own_lookalike(line: str, match: re.Match[str] | None) -> str | None:
-    """Our own field's name when LINE is written like it but is not it (`Applies To:`,
-    `Applies-To :`, `applies_to:`), or None."""
-    if match is not None and match[1].lower() in OUR_FIELDS:
-        return None  # the field itself
-    return _lookalike_name(line)
-
-
 def _lookalike_name(line: str) -> str | None:
     """The own field LINE starts with, however spaced and cased, as we write it; or None."""
-    lookalike = _OWN_LOOKALIKE_RE.match(line)
+    head, colon, _ = line.partition(":")
+    return _head_facts(head)[1] if colon else None
+
+
+def _lookalike_of(text: str) -> str | None:
+    lookalike = _OWN_LOOKALIKE_RE.match(text)
     if lookalike is None:
         return None
     key = str(lookalike.lastgroup)

@@ -66,18 +66,22 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
     entries, problems = read_series(root, real)
     outside_links = _outside_links_allowed(root)
     scheme = _version_scheme(root)
-    listed: set[Path] = set()
+    listed: set[str] = set()  # paths as text (`RealPaths`)
     patches: list[Patch] = []
     for _, entry in entries:
         target = root / entry
-        files = real.listing(target) if target.is_dir() else [target]
-        if target.is_dir() and not files:
-            problems.append(Problem(target, 1, "variant folder holds no .patch files"))
-        listed |= set(files)
+        if target.is_dir():
+            texts = real.listing(str(target))
+            files = [target / text[text.rfind("/") + 1 :] for text in texts]
+            if not files:
+                problems.append(Problem(target, 1, "variant folder holds no .patch files"))
+        else:
+            files, texts = [target], [str(target)]
+        listed.update(texts)
         reader = _VariantReader(outside_links, scheme)
-        variants, file_problems = reader.read(files, deferred=deferred and len(files) > 1)
+        variants, file_problems = reader.read(files, texts, deferred=deferred and len(files) > 1)
         if reader.pending and any(v.invalid is not None for v in variants):
-            variants, file_problems = reader.read(files, deferred=False)
+            variants, file_problems = reader.read(files, texts, deferred=False)
         problems += file_problems
         if overlaps:
             problems += overlap_problems(variants)
@@ -88,10 +92,10 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
     known = {real(file) for file in listed}  # one file seen through symlinks is one file,
     strays = patch_files_on_disk(root, real) - listed  # named by its own path where it has one
     strays_seen: list[Problem] = []  # a warning: quilt and dpkg leave such a file alone too
-    for stray in sorted(strays, key=lambda path: (real(path) != path, path)):
+    for stray in sorted(strays, key=lambda text: (real(text) != text, Path(text))):
         if (where := real(stray)) is None or where not in known:
             known.add(where)
-            strays_seen.append(Problem(stray, 1, "patch file is not listed in series"))
+            strays_seen.append(Problem(Path(stray), 1, "patch file is not listed in series"))
     return PatchSet(root, tuple(patches), scheme, tuple(strays_seen)), problems
 
 
@@ -103,16 +107,19 @@ class _VariantReader:
 
     def __init__(self, outside_links: bool, scheme: VersionScheme) -> None:
         self.outside_links, self.scheme = outside_links, scheme
-        self.pending: dict[Path, bytes] = {}
+        self.pending: dict[str, bytes] = {}  # path (as text) -> the bytes read of it
 
-    def read(self, files: list[Path], *, deferred: bool) -> tuple[list[PatchFile], list[Problem]]:
+    def read(
+        self, files: list[Path], texts: list[str], *, deferred: bool
+    ) -> tuple[list[PatchFile], list[Problem]]:
+        """The variants FILES (TEXTS: each one's path as text, what is opened)."""
         self.pending = {}
         variants, problems = [], []
-        for file in files:
+        for file, text in zip(files, texts, strict=True):
             if deferred:
-                data, unreadable = read_user_file_head(file, MAX_PATCH_BYTES, header_end, HEAD)
+                data, unreadable = read_user_file_head(text, MAX_PATCH_BYTES, header_end, HEAD)
             else:
-                data, unreadable = read_user_file(file, MAX_PATCH_BYTES)
+                data, unreadable = read_user_file(text, MAX_PATCH_BYTES)
             if unreadable:
                 parsed, file_problems = None, [Problem(file, 1, unreadable)]
             else:
@@ -124,7 +131,7 @@ class _VariantReader:
                         file, outside_links=self.outside_links, scheme=self.scheme
                     )
                 elif deferred and parsed is not None and not parsed.empty:
-                    self.pending[file] = data
+                    self.pending[text] = data
             problems += file_problems
             variants.append(parsed or _invalid(file, file_problems))
         return variants, problems
@@ -132,9 +139,8 @@ class _VariantReader:
     def complete(self, variant: PatchFile) -> PatchFile:
         """VARIANT, read without its diff, read whole; `invalid` when its diff cannot be read,
         or when the file no longer begins with the header it was chosen by."""
-        if variant.path not in self.pending:
+        if (head := self.pending.get(str(variant.path))) is None:
             return variant  # an empty patch: nothing was left to read
-        head = self.pending[variant.path]
         data, unreadable = read_user_file(variant.path, MAX_PATCH_BYTES)
         if unreadable or not data.startswith(head):
             why = unreadable or "changed while patchkeeper read it: run the command again"

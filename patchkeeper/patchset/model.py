@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (fields
 BY_CONTENT_FIELD = "Choose: by-content"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class PatchFile:
     """One patch file: parsed header fields plus the diff bytes exactly as stored."""
 
@@ -50,6 +50,34 @@ class PatchFile:
     invalid: str | None = None  # why it cannot be read or is unsafe: `invalid`, never tried
     unchecked: str | None = None  # `Smoke: none (WHY)`: no check can prove it, and why
     by_content: bool = False  # `Choose: by-content`: may share versions with such variants
+
+    def __init__(
+        self,
+        path: Path,
+        fields: dict[str, str],
+        diff: bytes,
+        files: tuple[str, ...],
+        applies_to: SpecifierSet | None,
+        upstream_fixed_in: SpecifierSet | None,
+        smoke: tuple[str, ...],
+        source: bytes,
+        upstream_has: tuple[ContentCondition, ...] = (),
+        header: Header | None = None,
+        warnings: tuple[Problem, ...] = (),
+        empty: bool = False,
+        invalid: str | None = None,
+        unchecked: str | None = None,
+        by_content: bool = False,
+    ) -> None:
+        """The dataclass's own, in one write: a frozen dataclass's sets each field through
+        `object.__setattr__`, what a variant `check` does not choose mostly costs."""
+        self.__dict__.update(
+            path=path, fields=fields, diff=diff, files=files, applies_to=applies_to,
+            upstream_fixed_in=upstream_fixed_in, smoke=smoke, source=source,
+            upstream_has=upstream_has, header=Header.none() if header is None else header,
+            warnings=warnings, empty=empty, invalid=invalid, unchecked=unchecked,
+            by_content=by_content,
+        )  # fmt: skip
 
     @property
     def description(self) -> str:

@@ -5,6 +5,7 @@ read without its diff (see `Patch.complete`).
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -44,13 +45,16 @@ def parse_data(
 ) -> tuple[PatchFile | None, list[Problem]]:
     """`parse_patch_file` of DATA, PATH's bytes. Without DIFF, everything but the diff is read
     (its diff and files left empty: a variant not chosen yet, see `Patch.complete`)."""
-    _, not_utf8 = utf8_text(path, data)
+    text, not_utf8 = utf8_text(path, data)
     # Split on "\n" only: a diff's bytes (CRLF lines, form feeds) must survive as written,
     # a byte that is not UTF-8 too (git and GNU patch apply it as it is); the header is read
     # with such a byte shown as U+FFFD.
-    raw_lines = data.decode("utf-8", errors="surrogateescape").split("\n")
-    shown = data.decode("utf-8", errors="replace").split("\n") if not_utf8 else raw_lines
-    lines = [line.removesuffix("\r") for line in shown]
+    if not_utf8:
+        raw_lines = data.decode("utf-8", errors="surrogateescape").split("\n")
+        shown = data.decode("utf-8", errors="replace").split("\n")
+    else:  # surrogateescape reads UTF-8 as the strict decoder does: one decode serves both
+        raw_lines = shown = text.split("\n")
+    lines = [line.removesuffix("\r") for line in shown] if "\r" in text or not_utf8 else shown
     header = parse_header(path, lines)
     fields, diff_start, problems = header.fields, header.diff_start, list(header.problems)
     warnings = list(header.warnings)
@@ -88,22 +92,16 @@ def parse_data(
     problems += scheme_problems
     applies_to, p1 = parse_specifier(path, in_pep440, "applies-to", lines)
     fixed_in, p2 = parse_specifier(path, in_pep440, "upstream-fixed-in", lines)
-    problems += [p for p in (p1, p2) if p]
+    if p1 or p2:
+        problems += [p for p in (p1, p2) if p]
     upstream_has, has_problems = parse_upstream_has(path, fields, lines)
-    problems += has_problems
-    smoke, unchecked, p3 = _smoke_field(path, fields, lines)
-    problems += [p for p in (p3,) if p]
-    problems += [
-        Problem(
-            path,
-            field_line(lines, "smoke"),
-            f"Smoke {name!r} is not a check name (a file in smoke/, without a path)",
-        )
-        for name in smoke
-        if not SMOKE_NAME_RE.fullmatch(name.removesuffix(".py"))
-    ]
-    by_content, choose_problem = _choice(path, fields, lines)
-    problems += [choose_problem] if choose_problem else []
+    smoke, unchecked, smoke_why = _smoke_field(fields.get("smoke", ""))
+    by_content, choose_why = _choice(fields.get("choose"))
+    if has_problems or smoke_why or choose_why:
+        problems += has_problems
+        problems += [Problem(path, field_line(lines, "smoke"), why) for why in smoke_why]
+        if choose_why:
+            problems.append(Problem(path, field_line(lines, "choose"), choose_why))
     if problems:
         return None, problems
     return PatchFile(
@@ -127,30 +125,36 @@ def parse_data(
 _NONE_RE = re.compile(r"^none\b[\s:,(-]*(.*?)\)?\s*$", re.IGNORECASE)
 
 
-def _smoke_field(
-    path: Path, fields: dict[str, str], lines: list[str]
-) -> tuple[tuple[str, ...], str | None, Problem | None]:
-    """`Smoke:` as check names, or `Smoke: none (WHY)`: a fix no check can prove, said on
-    purpose (its reason is required, and reported), so a fix without a check is never a
-    quiet green."""
-    value = fields.get("smoke", "").strip()
+@functools.lru_cache(maxsize=256)
+def _smoke_field(text: str) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    """`Smoke:` (its value TEXT) as check names, or `Smoke: none (WHY)`: a fix no check can
+    prove, said on purpose (its reason is required, and reported), so a fix without a check
+    is never a quiet green. Last: what is wrong with it, if anything (each a problem at the
+    field's line). Read once per value: a set's variants share a few."""
+    value = text.strip()
     if (match := _NONE_RE.match(value)) is None:
-        return tuple(s.strip() for s in value.split(",") if s.strip()), None, None
+        names = tuple(s.strip() for s in value.split(",") if s.strip())
+        wrong = tuple(
+            f"Smoke {name!r} is not a check name (a file in smoke/, without a path)"
+            for name in names
+            if not SMOKE_NAME_RE.fullmatch(name.removesuffix(".py"))
+        )
+        return names, None, wrong
     if not match.group(1).strip():
         why = "Smoke: none needs its reason: `Smoke: none (why no check can prove it)`"
-        return (), None, Problem(path, field_line(lines, "smoke"), why)
-    return (), match.group(1).strip(), None
+        return (), None, (why,)
+    return (), match.group(1).strip(), ()
 
 
-def _choice(path: Path, fields: dict[str, str], lines: list[str]) -> tuple[bool, Problem | None]:
-    """Whether the variant is chosen by content (`Choose: by-content`); the only value."""
-    if "choose" not in fields:
+def _choice(value: str | None) -> tuple[bool, str | None]:
+    """Whether the variant is chosen by content (`Choose: by-content`, its VALUE), the only
+    value; and what is wrong with VALUE if anything."""
+    if value is None:
         return False, None
-    value = fields["choose"].strip()
-    if value.lower() == "by-content":
+    if value.strip().lower() == "by-content":
         return True, None
-    why = f"Choose {value!r}: the only choice is 'by-content' (write '{BY_CONTENT_FIELD}')"
-    return False, Problem(path, field_line(lines, "choose"), why)
+    why = f"Choose {value.strip()!r}: the only choice is 'by-content' (write '{BY_CONTENT_FIELD}')"
+    return False, why
 
 
 def _truncated(path: Path, lines: list[str]) -> Problem:

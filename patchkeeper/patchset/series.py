@@ -45,7 +45,7 @@ def read_series(
     entries: list[tuple[int, str]] = []
     seen: set[str] = set()
     names: dict[str, str] = {}  # patch name -> the entry that has it
-    owners: dict[Path, str] = {}  # real path of a patch file -> the entry that has it
+    owners: dict[str, str] = {}  # real path of a patch file -> the entry that has it
     for number, raw in enumerate(text.split("\n"), 1):
         line = re.sub(r"(^|\s)#.*$", "", raw).strip()
         if not line:
@@ -91,64 +91,75 @@ def _resolved(path: Path) -> Path | None:
 
 
 class RealPaths:
-    """Real paths (every symlink followed; None for a symlink loop) for one load of a set.
+    """Real paths (every symlink followed; None for a symlink loop) for one load of a set,
+    as text: a Path made, hashed and turned back into text per variant is most of what a
+    variant not chosen costs, so the files of a load are known by their text (a Path's
+    text, made from a Path, so equal texts are equal paths) and only a few are made Paths.
 
     A file that is no symlink is its folder's real path and its own name: one `lstat`, the
     folder resolved once per load, where `resolve` would `lstat` every folder above it for
     every one of a set's thousands of variants."""
 
     def __init__(self) -> None:
-        self._folders: dict[Path, Path | None] = {}
-        self._files: dict[Path, Path | None] = {}  # series, the load and its strays ask alike
-        self._listings: dict[Path, list[Path]] = {}
+        self._folders: dict[str, str | None] = {}
+        self._files: dict[str, str | None] = {}  # series, the load and its strays ask alike
+        self._listings: dict[str, list[str]] = {}
 
-    def listing(self, folder: Path) -> list[Path]:
-        """`_patch_files(FOLDER)`, listed once per load (an error is raised each time). The
-        real path of each listed file that the listing says is no symlink is known then."""
+    def listing(self, folder: str) -> list[str]:
+        """The paths of `_patch_files(FOLDER)`, listed once per load (an error is raised each
+        time). The real path of each listed file that the listing says is no symlink is known
+        then."""
         if folder not in self._listings:
             found = _patch_files(folder)
-            self._listings[folder] = [path for path, _ in found]
-            plain = [path for path, link in found if not link]
-            if plain:
+            inside = folder.rstrip("/") + "/"
+            paths = self._listings[folder] = [inside + name for name, _ in found]
+            if not all(link for _, link in found):
                 real = self._folder(folder)
-                for path in plain:  # its folder's real path and its own name
-                    self._files[path] = (
-                        None if real is None else path if real == folder else real / path.name
-                    )
+                real_inside = None if real is None else real.rstrip("/") + "/"
+                for path, (name, link) in zip(paths, found, strict=True):
+                    if not link:  # its folder's real path and its own name
+                        self._files[path] = (
+                            None if real_inside is None else path if real == folder
+                            else real_inside + name
+                        )  # fmt: skip
         return self._listings[folder]
 
-    def __call__(self, path: Path) -> Path | None:
+    def __call__(self, path: str) -> str | None:
+        """The real path of PATH (a Path's text), as text."""
         if path not in self._files:
             self._files[path] = self._real(path)
         return self._files[path]
 
-    def _folder(self, folder: Path) -> Path | None:
+    def _folder(self, folder: str) -> str | None:
         if folder not in self._folders:
-            self._folders[folder] = _resolved(folder)
+            real = _resolved(Path(folder))
+            self._folders[folder] = None if real is None else str(real)
         return self._folders[folder]
 
-    def _real(self, path: Path) -> Path | None:
+    def _real(self, text: str) -> str | None:
+        path = Path(text)
         try:
             plain = path.name not in ("", ".", "..") and not path.is_symlink()
         except OSError:
             plain = False
         if not plain:
-            return _resolved(path)
-        folder = self._folder(path.parent)
-        return None if folder is None else folder / path.name
+            real = _resolved(path)
+            return None if real is None else str(real)
+        folder = self._folder(str(path.parent))
+        return None if folder is None else str(Path(folder) / path.name)
 
-    def patch_files(self, root: Path, entry: str) -> set[Path]:
+    def patch_files(self, root: Path, entry: str) -> set[str]:
         """The real paths of the patch files series entry ENTRY names (one, or its variants)."""
         target = root / entry
         try:
-            files = self.listing(target) if target.is_dir() else [target]
+            files = self.listing(str(target)) if target.is_dir() else [str(target)]
         except OSError:
             return set()  # an unreadable folder is reported where its variants are read
         return {real for file in files if (real := self(file)) is not None}
 
 
 def _alias(
-    root: Path, entry: str, owners: dict[Path, str], real: RealPaths, files: set[Path]
+    root: Path, entry: str, owners: dict[str, str], real: RealPaths, files: set[str]
 ) -> str | None:
     """Why ENTRY is no patch of its own, or None. It may be the patch set's own folder (`.`,
     or a symlink to it or to a folder above it), whose patch files are the other entries'; or
@@ -156,16 +167,17 @@ def _alias(
     entry). Either way it would be a second patch with the same diff, already-applied as soon
     as the first is in place. ROOT is the patch set's real path; FILES the real paths of the
     patch files ENTRY names."""
-    where = real(root / entry)
+    found = real(str(root / entry))
+    where = None if found is None else Path(found)
     if (why := _set_file(root, entry, where, real)) is not None:
         return why
     if where is not None and (where == root or where in root.parents):
         what = "the patch set's own folder" if where == root else "a folder above the patch set"
         return f"{entry!r} is {what}; a series entry names a patch file or a folder of variants"
     if shared := files & owners.keys():  # the first of them by path, named
-        file = min(shared)
+        file = min(shared, key=Path)
         return (
-            f"{entry!r} is the same patch file as {owners[file]!r} ({file.name}); "
+            f"{entry!r} is the same patch file as {owners[file]!r} ({Path(file).name}); "
             "list each fix once"
         )
     return None
@@ -175,11 +187,12 @@ def _set_file(root: Path, entry: str, where: Path | None, real: RealPaths) -> st
     """Why ENTRY (real path WHERE) is a file of the set that is no patch: `series` itself,
     `patchkeeper.toml`, a smoke check, a README. Read as a patch it has no diff, so it would
     pass everywhere as an empty fix."""
-    own = {real(root / name): name for name in (SERIES_NAME, CONFIG_NAME)}
-    if where is not None and where in own:
-        what = f"the set's own {own[where]}"
+    own = {real(str(root / name)): name for name in (SERIES_NAME, CONFIG_NAME)}
+    if where is not None and str(where) in own:
+        what = f"the set's own {own[str(where)]}"
     elif where is not None and any(
-        (checks := real(root / folder)) is not None and (checks == where or checks in where.parents)
+        (checks := real(str(root / folder))) is not None
+        and (Path(checks) == where or Path(checks) in where.parents)
         for folder in NOT_PATCHES
     ):
         what = "a smoke check"
@@ -190,17 +203,16 @@ def _set_file(root: Path, entry: str, where: Path | None, real: RealPaths) -> st
     return f"{entry!r} is {what}, not a patch; a series entry names a patch file or a folder"
 
 
-def _patch_files(folder: Path) -> list[tuple[Path, bool]]:
-    """What in FOLDER is named like a patch and is not a folder (a FIFO or a link to a device
-    is listed too, so that it is refused by name rather than passed over), each with whether
-    it is a symlink."""
+def _patch_files(folder: str) -> list[tuple[str, bool]]:
+    """The names in FOLDER of what is named like a patch and is not a folder (a FIFO or a
+    link to a device is listed too, so that it is refused by name rather than passed over),
+    in order, each with whether it is a symlink."""
     with os.scandir(folder) as found:  # a DirEntry knows a plain file without a stat
-        named = [
+        return sorted(
             (e.name, e.is_symlink())
             for e in found
             if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()
-        ]
-    return [(folder / name, link) for name, link in sorted(named)]
+        )
 
 
 def _suffix(name: str) -> str:
@@ -209,11 +221,12 @@ def _suffix(name: str) -> str:
     return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
-def patch_files_on_disk(root: Path, real: RealPaths) -> set[Path]:
-    found = set(real.listing(root))
+def patch_files_on_disk(root: Path, real: RealPaths) -> set[str]:
+    """The paths (as text) of the patch files in ROOT and in its folders but `smoke/`."""
+    found = set(real.listing(str(root)))
     for folder in root.iterdir():
         if folder.is_dir() and folder.name not in NOT_PATCHES and not folder.name.startswith("."):
-            found |= set(real.listing(folder))
+            found |= set(real.listing(str(folder)))
     return found
 
 

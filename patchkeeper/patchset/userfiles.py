@@ -33,7 +33,7 @@ _KINDS = {
 }
 
 
-def read_user_file(path: Path, limit: int) -> tuple[bytes, str | None]:
+def read_user_file(path: Path | str, limit: int) -> tuple[bytes, str | None]:
     """PATH's bytes, or why it is not read: it must be a regular file (a symlink to one is
     fine) of at most LIMIT bytes. Never blocks: a FIFO is opened without waiting for a writer
     and refused; a device is refused before a byte is read."""
@@ -41,7 +41,7 @@ def read_user_file(path: Path, limit: int) -> tuple[bytes, str | None]:
 
 
 def read_user_file_head(
-    path: Path, limit: int, enough: Callable[[bytes], int | None] | None, first: int = 1 << 20
+    path: Path | str, limit: int, enough: Callable[[bytes], int | None] | None, first: int = 1 << 20
 ) -> tuple[bytes, str | None]:
     """`read_user_file`, stopping early: ENOUGH(the bytes read so far) says where what the
     caller needs ends once it is in them (None: read on). The first read asks FIRST bytes,

@@ -109,14 +109,25 @@ class Bounds:
         return self.low <= point <= self.high
 
 
+# A range's bounds by the range itself (kept, so that its id is not reused): the ranges of a
+# set's variants are shared objects (fields._specifier_set), a few for thousands of variants.
+_BOUNDED: dict[int, tuple[SpecifierSet, Bounds]] = {}
+
+
 def bounds(spec_set: SpecifierSet | None) -> Bounds:
     """The bounds of every version SPEC_SET contains (None: every version); a specifier many
-    variants share is bounded once."""
+    variants share is bounded once, and so is a range."""
+    known = _BOUNDED.get(id(spec_set)) if spec_set is not None else None
+    if known is not None and known[0] is spec_set:
+        return known[1]
     low, high = _BELOW_ALL, _ABOVE_ALL
     for spec in spec_set or ():
         one_low, one_high = _specifier_bounds(spec.operator, spec.version)
         low, high = max(low, one_low), min(high, one_high)
-    return Bounds(low, high)
+    found = Bounds(low, high)
+    if spec_set is not None and len(_BOUNDED) < 4096:
+        _BOUNDED[id(spec_set)] = (spec_set, found)
+    return found
 
 
 def meeting_pairs(all_bounds: Sequence[Bounds]) -> list[tuple[int, int]]:
