@@ -111,3 +111,24 @@ def test_a_metrics_path_that_names_no_file_is_one_usage_error(tmp_path: Path, gi
     said = [x for x in proc.stderr.splitlines() if x.startswith(("Error:", "patchkeeper:"))]
     assert len(said) == 1 and "'--metrics'" in said[0], proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["folder"]
+
+
+def test_a_metrics_path_that_is_a_fifo_or_device_is_refused_and_left_as_it_was(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """`--metrics` replaces its file by a rename: given a FIFO (or, as root, /dev/null) it put
+    a plain file where the FIFO or device was. Refused before the command runs; the writer
+    never renames over anything but a regular file either."""
+    from patchkeeper.install.system.durable import atomic_write
+    from patchkeeper.model.errors import PatchkeeperError
+
+    fifo = tmp_path / "pipe.prom"
+    os.mkfifo(fifo)
+    proc = run_cli("status", *where(sandbox), "--metrics", fifo)
+    assert proc.returncode == 2, proc.stderr
+    said = [x for x in proc.stderr.splitlines() if x.startswith(("Error:", "patchkeeper:"))]
+    assert len(said) == 1 and "not a regular file" in said[0], proc.stderr
+    assert fifo.is_fifo()
+    with pytest.raises(PatchkeeperError, match="not a regular file"):
+        atomic_write(fifo, b"x\n")
+    assert fifo.is_fifo() and not list(tmp_path.glob(".pipe.prom.*"))  # no temp file left

@@ -50,6 +50,10 @@ def _metrics_folder_exists(
         raise click.BadParameter("no file name given", ctx, param)
     if value is not None and not value.parent.is_dir():
         raise click.BadParameter(f"{value.parent}: no such folder", ctx, param)
+    if value is not None and value.exists() and not value.is_file():
+        # The file is replaced by a rename: over /dev/null (as root) that would put a plain
+        # file where the device was, for every program on the machine.
+        raise click.BadParameter(f"{value}: not a regular file (it would be replaced)", ctx, param)
     return value
 
 

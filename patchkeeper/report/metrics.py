@@ -287,8 +287,10 @@ def write_failure_metrics(argv: list[str], command: str, code: int) -> None:
     metrics file ARGV names, never the last good run's figures left standing. A failure to
     write it is said after the error being told (which stays the one that counts)."""
     path = metrics_path(argv)
-    if path is None or not path.name or path.is_dir() or not path.parent.is_dir():
+    if path is None or not path.name or not path.parent.is_dir():
         return  # not a file the option takes: the usage error said so
+    if path.exists() and not path.is_file():
+        return  # a folder, a device, a FIFO: the usage error said so
     if failed_before(path):
         return
     try:

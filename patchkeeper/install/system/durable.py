@@ -5,19 +5,22 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from patchkeeper.install.system.liveness import provably_gone
-from patchkeeper.model.errors import environment_problem, is_environment_error
+from patchkeeper.model import exitcodes
+from patchkeeper.model.errors import PatchkeeperError, environment_problem, is_environment_error
 
 
 def atomic_write(path: Path, data: bytes, *, then_sync_folder: bool = True) -> None:
     """Write DATA to PATH via a synced temp file and a rename, then sync the folder (unless
     the caller syncs it once after several writes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _refuse_other_than_a_file(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("wb") as handle:
@@ -32,6 +35,17 @@ def atomic_write(path: Path, data: bytes, *, then_sync_folder: bool = True) -> N
         raise
     if then_sync_folder:
         sync_folder(path.parent)  # the rename itself must survive a power cut too
+
+
+def _refuse_other_than_a_file(path: Path) -> None:
+    """The rename replaces whatever PATH is: never a device, a FIFO or a folder (as root, a
+    file renamed over /dev/null takes the device's place for every program)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise PatchkeeperError(f"{path}: not a regular file; nothing written", exitcodes.USAGE)
 
 
 _TEMP = re.compile(r"\..+\.(\d+)\.tmp")  # atomic_write's temporary name: .NAME.PID.tmp
