@@ -115,7 +115,7 @@ def run(
         sys.stdout.buffer.write(junit_xml(reports))
         sys.stdout.flush()
     elif output == "github":
-        from patchkeeper.report.check_table import emit_github
+        from patchkeeper.report.annotations import emit_github
 
         emit_github(reports, workspace.patch_set, label)
     else:

@@ -1,6 +1,6 @@
 """`check` results across many refs, said briefly: a table that fits 100 columns, the patches
 that need work grouped over the refs where they do, and the same as Markdown for a CI step
-summary, and `check`'s text and `--format github` reports printed. Rendering only; the
+summary, and `check`'s text report printed. Rendering only; the
 results come from checking.py.
 
 Few refs: the matrix (a row per patch, a column per ref). When that would be wider than 100
@@ -21,7 +21,6 @@ from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.report.render import echo, outcome_word, patch_lines, use_colour
 
 if TYPE_CHECKING:
-    from patchkeeper.patchset.model import PatchSet
     from patchkeeper.patchset.version_sources import TagNames
 
 WIDTH = 100
@@ -284,24 +283,6 @@ def say_versions(reports: Sequence[RefReport], left_out: Sequence[str], names: T
 
 def _refs(refs: list[str]) -> str:
     return ", ".join(refs) if len(refs) <= 3 else f"{refs[0]} .. {refs[-1]} ({len(refs)} refs)"
-
-
-def emit_github(reports: Sequence[RefReport], patch_set: PatchSet, label: str) -> None:
-    """`--format github`: the text report for the log, an annotation per failing hunk, and
-    the step summary (appended to $GITHUB_STEP_SUMMARY when it is set)."""
-    import os
-
-    from patchkeeper.report.annotations import annotations
-
-    for line in render_text(reports, colour=False):
-        echo(line)
-    echo(f"patch set: {label}")
-    for note in annotations(reports, patch_set):
-        echo(note.command())
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(markdown_summary(reports, label))
 
 
 # ---------------------------------------------------------------- Markdown
