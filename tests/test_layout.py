@@ -152,10 +152,7 @@ def test_every_dataclass_says_what_it_is() -> None:
 
 
 # A renderer of commands/ waiting for its move to report/, with the reason it waits.
-RENDERERS_STILL_IN_COMMANDS = {
-    "patchkeeper.commands.check": "moves when the start-up work lands (a plain check's path)",
-    "patchkeeper.commands.check_run": "moves when the start-up work lands (a plain check's path)",
-}
+RENDERERS_STILL_IN_COMMANDS: dict[str, str] = {}
 
 
 def _renderers(path: Path) -> list[str]:

@@ -33,13 +33,6 @@ class PEP440(click.ParamType):
             return text
 
 
-def render_table(reports) -> None:  # type: ignore[no-untyped-def]
-    """The text report (used by `demo` too)."""
-    from patchkeeper.commands.check_run import render_table as render
-
-    render(reports)
-
-
 @click.command("check")
 @click.option("--ref", "refs", multiple=True, help="A ref to check (repeatable).")
 @click.option(

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from patchkeeper.commands.check import render_table
 from patchkeeper.commands.common import json_option
 from patchkeeper.engine.checking import check_refs
 from patchkeeper.engine.patching import TreeReport, apply_patches, worktree_status
@@ -22,6 +21,7 @@ from patchkeeper.model.errors import UserError
 from patchkeeper.model.verdict import tree_exit_code
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.settings import load_settings
+from patchkeeper.report.check_table import render_table
 from patchkeeper.report.render import emit_json, patch_json, use_colour
 from patchkeeper.report.tree import render_tree, tree_json
 from patchkeeper.report.update import render_update, update_json

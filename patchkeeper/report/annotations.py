@@ -19,8 +19,8 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
 from patchkeeper.patchset.model import PatchSet
-from patchkeeper.report.check_table import needs_work, ref_span
-from patchkeeper.report.render import upstream_took_lines
+from patchkeeper.report.check_table import markdown_summary, needs_work, ref_span, render_text
+from patchkeeper.report.render import echo, upstream_took_lines
 
 if TYPE_CHECKING:  # made by engine/conflicts.py
     from patchkeeper.model.conflict_details import HunkConflict
@@ -214,3 +214,17 @@ def _keys(patch_set: PatchSet, result: PatchResult):
             )
 
         yield (str(path), "notice"), make_notice
+
+
+def emit_github(reports: Sequence[RefReport], patch_set: PatchSet, label: str) -> None:
+    """`--format github`: the text report for the log, an annotation per failing hunk, and
+    the step summary (appended to $GITHUB_STEP_SUMMARY when it is set)."""
+    for line in render_text(reports, colour=False):
+        echo(line)
+    echo(f"patch set: {label}")
+    for note in annotations(reports, patch_set):
+        echo(note.command())
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(markdown_summary(reports, label))

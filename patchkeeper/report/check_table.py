@@ -1,6 +1,7 @@
 """`check` results across many refs, said briefly: a table that fits 100 columns, the patches
 that need work grouped over the refs where they do, and the same as Markdown for a CI step
-summary. Rendering only; the results come from checking.py.
+summary, and `check`'s text report printed. Rendering only; the
+results come from checking.py.
 
 Few refs: the matrix (a row per patch, a column per ref). When that would be wider than 100
 columns: a row per ref where some patch's outcome changed from the ref before it, with counts
@@ -12,11 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from patchkeeper.engine.checking import RefReport
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
-from patchkeeper.report.render import outcome_word, patch_lines
+from patchkeeper.report.render import echo, outcome_word, patch_lines, use_colour
+
+if TYPE_CHECKING:
+    from patchkeeper.patchset.version_sources import TagNames
 
 WIDTH = 100
 # (column header, what it counts) in the compact table.
@@ -250,6 +255,34 @@ def render_text(reports: Sequence[RefReport], *, colour: bool = True) -> list[st
     if matrix_width(reports) <= WIDTH:
         return render_matrix(reports, colour=colour)
     return render_compact(reports, colour=colour)
+
+
+def render_table(reports: Sequence[RefReport]) -> None:
+    """The text report on stdout (`check`, and `demo` too)."""
+    for line in render_text(reports, colour=use_colour()):
+        echo(line)
+
+
+def say_versions(reports: Sequence[RefReport], left_out: Sequence[str], names: TagNames) -> None:
+    """Which version source answered for which refs (one line), each ref of unknown version
+    with every reason, and the tags --since left out because their release is unknown (a
+    CalVer name is never taken for a release number). JSON has every ref's reasons."""
+    by_source: dict[str, list[str]] = {}
+    for r in reports:
+        if r.version.version is None:
+            echo(f"version of {r.ref}: {r.version}")
+        else:
+            source = (r.version.answered or r.version.text).split(":")[0].split(" at ")[0]
+            by_source.setdefault(source, []).append(r.ref)
+    if by_source:
+        said = [f"{source} for {_refs(refs)}" for source, refs in by_source.items()]
+        echo(f"versions from: {'; '.join(said)}")
+    for tag in left_out:
+        echo(f"not judged: {names.unknown_reason(tag)}")
+
+
+def _refs(refs: list[str]) -> str:
+    return ", ".join(refs) if len(refs) <= 3 else f"{refs[0]} .. {refs[-1]} ({len(refs)} refs)"
 
 
 # ---------------------------------------------------------------- Markdown

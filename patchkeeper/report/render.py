@@ -53,6 +53,22 @@ def use_colour() -> bool:
     return sys.stdout is not None and sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
 
 
+# click.echo's own rule for escape sequences (`click._compat._ansi_re`)
+_ANSI = r"\033\[[;?0-9]*[a-zA-Z]"
+
+
+def echo(line: str) -> None:
+    """LINE and a newline on stdout, as click.echo writes it under the CLI's colour setting
+    (cli.py passes `color=use_colour() or None`): escape sequences are taken out when colour
+    is off and stdout is no terminal. No click: a plain `check` prints through this."""
+    if "\x1b" in line and not use_colour() and not sys.stdout.isatty():
+        import re
+
+        line = re.sub(_ANSI, "", line)
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def paint(text: str, colour: str | None) -> str:
     if not (colour and use_colour()):
         return text
