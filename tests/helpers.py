@@ -143,3 +143,22 @@ def bare_hermes_update(sandbox: Any) -> str:
         check=True,
     )
     return proc.stdout
+
+
+def modules_loaded(*argv: str, new_only: bool = True) -> set[str]:
+    """The modules loaded when `patchkeeper ARGV` ends, run in a fresh interpreter (what it
+    prints is thrown away); NEW_ONLY: only those the interpreter had not loaded at start."""
+    code = (
+        "import sys, io, contextlib\n"
+        f"before = set(sys.modules) if {new_only!r} else set()\n"
+        f"sys.argv = ['patchkeeper', *{list(argv)!r}]\n"
+        "from patchkeeper.cli import main\n"
+        "try:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())

@@ -18,7 +18,7 @@ from patchkeeper.commands import check_run
 from patchkeeper.commands.check import command
 from patchkeeper.commands.check_args import plain_check
 from patchkeeper.demo.sandbox import TAGS, Sandbox
-from tests.helpers import GIT_ID
+from tests.helpers import GIT_ID, modules_loaded
 
 OPTIONS = ["--ref", "--tags", "--install", "--patches", "--format", "--json", "--progress",
            "--no-progress", "--since", "--fetch", "--junit", "--metrics", "-h", "--help", "--",
@@ -110,22 +110,6 @@ def pk(sandbox: Sandbox, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def imported_after(*argv: str) -> set[str]:
-    """The modules `patchkeeper ARGV` imports, run in a fresh interpreter."""
-    code = (
-        "import sys, io, contextlib\n"
-        "before = set(sys.modules)\n"
-        f"sys.argv = ['patchkeeper', *{list(argv)!r}]\n"
-        "from patchkeeper.cli import main\n"
-        "try:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()):\n"
-        "        main()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(proc.stdout.split())
 
 
 def test_a_plain_check_prints_what_click_would_without_loading_click(
@@ -140,7 +124,7 @@ def test_a_plain_check_prints_what_click_would_without_loading_click(
         slow = pk(sandbox, *args, "--metrics", str(tmp_path / "check.prom"))
         assert fast.returncode == slow.returncode == 3, fast.stderr
         assert fast.stdout == slow.stdout and fast.stderr == slow.stderr == ""
-    modules = imported_after("check", "--ref", TAGS[-1], "--install", str(sandbox.install),
+    modules = modules_loaded("check", "--ref", TAGS[-1], "--install", str(sandbox.install),
                              "--patches", str(sandbox.patches))  # fmt: skip
     assert "patchkeeper.engine.checking" in modules  # it did check
     assert not {m for m in modules if m.split(".")[0] == "click"}
@@ -156,7 +140,7 @@ def test_a_plain_check_fails_as_click_did(sandbox: Sandbox, tmp_path: Path) -> N
 
 
 def test_version_loads_nothing_but_the_cli() -> None:
-    assert imported_after("--version") - {"patchkeeper._version"} == {
+    assert modules_loaded("--version") - {"patchkeeper._version"} == {
         "patchkeeper", "patchkeeper.cli"}  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from tests.helpers import (
     diff_of,
     git,
     make_repo,
+    modules_loaded,
     patch_text,
     run_cli,
     write_patch_set,
@@ -273,25 +274,10 @@ def test_check_and_status_add_no_object_to_the_install(sandbox: Sandbox) -> None
 # ---------------------------------------------------------------- start-up
 
 
-def imported_after(*argv: str) -> list[str]:
-    code = (
-        "import sys, io, contextlib\n"
-        "before = set(sys.modules)\n"
-        f"sys.argv = ['patchkeeper', *{list(argv)!r}]\n"
-        "from patchkeeper.cli import main\n"
-        "try:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()):\n"
-        "        main()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return proc.stdout.split()
 
 
 def test_version_imports_nothing_of_ours_but_the_cli_and_no_third_party() -> None:
-    modules = imported_after("--version")
+    modules = modules_loaded("--version")
     ours = sorted(m for m in modules if m.startswith("patchkeeper"))
     ours = [m for m in ours if m != "patchkeeper._version"]  # the version, where it was built
     assert ours == ["patchkeeper", "patchkeeper.cli"]
@@ -301,7 +287,7 @@ def test_version_imports_nothing_of_ours_but_the_cli_and_no_third_party() -> Non
 
 def test_a_text_check_loads_nothing_only_writers_or_json_need(sandbox: Sandbox) -> None:
     sandbox.fetch_tags()
-    modules = set(imported_after("check", "--ref", TAGS[-1], "--install", str(sandbox.install),
+    modules = set(modules_loaded("check", "--ref", TAGS[-1], "--install", str(sandbox.install),
                                  "--patches", str(sandbox.patches)))  # fmt: skip
     assert "patchkeeper.engine.checking" in modules  # it did check
     writers = {f"patchkeeper.install.{name}" for name in
@@ -316,7 +302,7 @@ def test_a_text_check_loads_nothing_only_writers_or_json_need(sandbox: Sandbox) 
 
 
 def test_help_lists_commands_without_importing_them() -> None:
-    modules = imported_after("--help")
+    modules = modules_loaded("--help")
     assert not [m for m in modules if m.startswith("patchkeeper.commands")]
     assert "packaging" not in {m.split(".")[0] for m in modules}
 

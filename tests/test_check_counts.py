@@ -9,7 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import GIT_ID, commit_files, diff_of, make_repo, patch_text, write_patch_set
+from tests.helpers import (
+    GIT_ID,
+    commit_files,
+    diff_of,
+    make_repo,
+    modules_loaded,
+    patch_text,
+    write_patch_set,
+)
 
 LINES = "".join(f"line {n}\n" for n in range(1, 41))
 
@@ -30,20 +38,6 @@ RARE = {
 }
 
 
-def imported_by(*argv: str) -> set[str]:
-    code = (
-        "import sys, io, contextlib\n"
-        f"sys.argv = ['patchkeeper', *{list(argv)!r}]\n"
-        "from patchkeeper.cli import main\n"
-        "try:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()):\n"
-        "        main()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('\\n'.join(sorted(sys.modules)))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(proc.stdout.split())
 
 
 def ten_patches_one_moved(tmp_path: Path) -> tuple[Path, Path]:
@@ -73,12 +67,13 @@ NOT_ALL_APPLIED = {
 
 def test_a_plain_check_loads_no_rare_path(tmp_path: Path) -> None:
     repo, patches = ten_patches_one_moved(tmp_path)
-    modules = imported_by(
-        "check", "--ref", "v1.1.0", "--install", str(repo), "--patches", str(patches)
-    )
+    modules = modules_loaded(
+        "check", "--ref", "v1.1.0", "--install", str(repo), "--patches", str(patches),
+        new_only=False,
+    )  # fmt: skip
     assert "patchkeeper.engine.checking" in modules  # it did check
     assert not RARE & modules, sorted(RARE & modules)
-    every = imported_by(
+    every = modules_loaded(
         "check", "--ref", "v1.0.0", "--install", str(repo), "--patches", str(patches)
     )
     assert "patchkeeper.engine.checking" in every
