@@ -9,10 +9,14 @@ JSON document, JUnit XML, or GitHub annotations with a step summary.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from patchkeeper.commands.common import install_option, metrics_option, patches_option
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 FORMATS = ("text", "json", "junit", "github")
 
@@ -23,7 +27,9 @@ class PEP440(click.ParamType):
 
     name = "version"
 
-    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Version | str:
         from packaging.version import InvalidVersion, Version
 
         text = str(value)
@@ -85,7 +91,7 @@ class PEP440(click.ParamType):
 def command(
     refs: tuple[str, ...],
     tag_globs: tuple[str, ...],
-    since,  # type: ignore[no-untyped-def]
+    since: Version | str | None,
     fetch_remote: str | None,
     output_format: str | None,
     as_json: bool,

@@ -10,7 +10,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+    from patchkeeper.patchset.versions import VersionScheme
 
 
 def run_plain(
@@ -37,7 +42,7 @@ def run(
     *,
     refs: tuple[str, ...],
     tag_globs: tuple[str, ...],
-    since: Any,
+    since: Version | str | None,
     fetch_remote: str | None,
     output: str,
     junit_path: Path | None,
@@ -128,7 +133,7 @@ def run(
     return code
 
 
-def _since_in(since, scheme):  # type: ignore[no-untyped-def]
+def _since_in(since: Version | str, scheme: VersionScheme) -> Version:
     """--since read in SCHEME, the patch set's version scheme; a usage error when it is none."""
     from patchkeeper.patchset.versions import PEP440 as PEP440_SCHEME
 
