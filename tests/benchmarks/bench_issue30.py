@@ -7,7 +7,9 @@ Rows (A against B; the issue's target in brackets):
 
 - check 10 x 1 (10 patches, the newest tag) against the per-patch plumbing floor (floor.sh)
   [<= 1.5x] and against the one-apply-per-tag floor (floor_one.sh) [<= 3x], on the big tree
-  (--files, 20,000) and on a small one (--small-files, 300);
+  (--files, 20,000) and on a small one (--small-files, 300); under each, a yardstick with no
+  target: the same floor's git processes started from Python (floor_python.py, this
+  interpreter), the share of the floor that no Python program can go below;
 - `patchkeeper --version` against `python -c pass` of the same interpreter [<= 1.3x], through
   the console script and through `python -m patchkeeper`, in the venv this runs in (whose
   patchkeeper may be an editable install: its finder runs at start-up in B too) and in a
@@ -59,6 +61,7 @@ from tests.benchmarks.bench_ci import (  # noqa: E402
 from tests.benchmarks.synthetic import Upstream, build, same_tree_tags, variant_set  # noqa: E402
 
 FLOOR_ONE = HERE / "floor_one.sh"
+FLOOR_PYTHON = HERE / "floor_python.py"
 WIDTHS = (32, 8, 38, 8, 9, 9, 9, 20, 11)
 
 
@@ -84,11 +87,14 @@ def git_counts(a: Measured, b: Measured) -> str:
     return "" if a.git is None else f"{a.git} / {b.git}"
 
 
-def ratio_row(name: str, a: Measured, against: str, b: Measured, limit: float) -> None:
+def ratio_row(name: str, a: Measured, against: str, b: Measured, limit: float | None) -> None:
+    """One row; with no LIMIT it is a yardstick, not a target, and has no verdict."""
     wall = paired(a.seconds, b.seconds, lambda x, y: x / y)
     cpu = paired(a.cpu, b.cpu, lambda x, y: x / y)
+    judged = ("(yardstick)", "") if limit is None else (
+        f"<= {limit}x", verdict(wall <= limit, cpu <= limit))
     print(row(name, fmt_s(a.median), against, fmt_s(b.median), f"{wall:.2f}x", f"{cpu:.2f}x",
-              git_counts(a, b), f"<= {limit}x", verdict(wall <= limit, cpu <= limit)))  # fmt: skip
+              git_counts(a, b), *judged))  # fmt: skip
 
 
 def ms(seconds: float) -> str:
@@ -236,12 +242,17 @@ def report(args: argparse.Namespace, root: Path, up: dict[str, Upstream], built:
         for upstream in (big, small):
             newest, ten = upstream.tags[-1], upstream.patch_sets[10]
             listing = str(upstream.floor_lists[10])
-            floors = ((FLOOR, "per-patch floor (floor.sh)", 1.5),
-                      (FLOOR_ONE, "one apply per tag (floor_one.sh)", 3))  # fmt: skip
-            for script, label, limit in floors:
+            floors = ((FLOOR, "per-patch floor (floor.sh)", 1.5, ()),
+                      (FLOOR_ONE, "one apply per tag (floor_one.sh)", 3, ("--one",)))  # fmt: skip
+            for script, label, limit, mode in floors:
                 floor = ["bash", str(script), str(upstream.install), listing, newest]
                 a, b = bench.pair(check(upstream, ten, newest), floor, upstream.install)
                 ratio_row(f"check 10 x 1, {upstream.files:,} files", a, label, b, limit)
+                # The same git processes from Python: the share no Python tool goes below.
+                in_python = [sys.executable, str(FLOOR_PYTHON), *mode, str(upstream.install),
+                             listing, newest]  # fmt: skip
+                a, b = bench.pair(in_python, floor, upstream.install)
+                ratio_row("  that floor in Python", a, label, b, None)
     if "version" not in skip:
         pythons = [("this venv", Path(sys.executable))]
         if "wheel" not in skip:
