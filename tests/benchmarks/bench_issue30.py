@@ -13,7 +13,8 @@ Rows (A against B; the issue's target in brackets):
 - `patchkeeper --version` against `python -c pass` of the same interpreter [<= 1.3x], through
   the console script and through `python -m patchkeeper`, in the venv this runs in (whose
   patchkeeper may be an editable install: its finder runs at start-up in B too) and in a
-  temporary venv with patchkeeper installed from --code as a wheel installs it;
+  temporary venv with patchkeeper installed from --code as a wheel installs it; under each
+  venv's rows, a yardstick with no target: `python -m` of an empty module (what -m costs);
 - update (10 patches, no smoke check) against the bare updater it runs (`git pull --ff-only`),
   from the same state, at --files and at --big-files (100,000) with the same change: the
   paired difference [<= +300 ms], and how much that difference grows with the tree [no more
@@ -271,6 +272,11 @@ def report(args: argparse.Namespace, root: Path, up: dict[str, Upstream], built:
             for way, command in ways:
                 a, b = bench.pair([*command, "--version"], [str(python), "-c", "pass"], root)
                 ratio_row(f"--version, {way}, {where}", a, "python -c pass, same python", b, 1.3)
+            # What `python -m` itself costs (runpy and the module search), whatever the module.
+            (root / "pk_empty_module.py").touch()
+            a, b = bench.pair([str(python), "-m", "pk_empty_module"], [str(python), "-c", "pass"],
+                              root)  # fmt: skip
+            ratio_row("  -m of an empty module", a, "python -c pass, same python", b, None)
         bench.env = with_code
     m = args.patches
     plain, newest = big.patch_sets[m], big.tags[-1]
