@@ -96,8 +96,9 @@ def run(
         )
     finally:
         meter.close()
+    shared = {id(report.results): report.results for report in reports}  # once per list
     code = tree_exit_code(
-        [r for report in reports for r in report.results], pending_needs_attention=False
+        [r for results in shared.values() for r in results], pending_needs_attention=False
     )
     if junit_path is not None:
         from patchkeeper.report.junit import write_junit
