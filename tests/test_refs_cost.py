@@ -24,7 +24,7 @@ from patchkeeper.engine import checking
 from patchkeeper.install.plumbing import git as git_module
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.model import Patch
-from tests.helpers import diff_of, git, make_repo, outcomes, patch_text, run_json
+from tests.helpers import diff_of, git, make_repo, outcomes, patch_text, run_cli, run_json
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 SAME_TAGS = 12
@@ -126,6 +126,43 @@ def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(
     assert outcomes(document) == {f"fix{n}": "applied" for n in range(3)} | {"varied": "applied"}
     assert slow[0] == 0  # no value went through the pure-Python encoder
     assert rendered[0] == 4  # the four fixes, once: every tag shares the first one's results
+
+
+def test_check_text_report_and_exit_code_read_each_shared_result_list_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The compact table's counts, changes, widths and needs-work list, and the exit code, are
+    made per results list: tags that share the first one's cost nothing per patch. In
+    process, to count; the text must be the one the CLI prints as a subprocess."""
+    from patchkeeper.commands import check
+    from patchkeeper.model.outcomes import PatchResult
+    from patchkeeper.report import check_table
+
+    repo, root = _set(tmp_path)
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*"]
+    asked = [0]
+    judged = PatchResult.needs_a_person.fget
+    assert judged is not None
+
+    def counted(result: PatchResult) -> bool:
+        asked[0] += 1
+        return judged(result)
+
+    monkeypatch.setattr(PatchResult, "needs_a_person", property(counted))
+    said = _counting(monkeypatch, check_table, "word")
+    summed = _counting(monkeypatch, check_table, "counts")
+    code = check.command.main(args, standalone_mode=False)
+    monkeypatch.undo()
+    printed = capsys.readouterr().out
+    cli = run_cli("check", *args)
+    assert code == cli.returncode == 0
+    assert printed == cli.stdout
+    assert f"{SAME_TAGS + 1} refs x 4 patches" in printed  # the compact table
+    assert f"... {SAME_TAGS} more with the same outcomes" in printed
+    # Four fixes: once for the exit code and once for the needs-work list, whatever the tags.
+    assert asked[0] <= 2 * 4
+    assert said[0] <= 2 * 4  # the changes and the widths
+    assert summed[0] == 1
 
 
 def test_a_variant_not_chosen_is_read_up_to_its_diff(
