@@ -4,7 +4,9 @@
   process, no scratch folder and no work per patch: it shares the first ref's results, and
   only the fixes whose choice can depend on the version are asked about it.
 - `check --format json` encodes with the C encoder, and the outcomes of refs that share
-  their results are encoded once; the bytes are `json.dumps(document, indent=2)`'s.
+  their results are encoded once, a ref's written as one text; the bytes are
+  `json.dumps(document, indent=2)`'s.
+- `check`'s text report and exit code look at a results list that tags share once.
 - A variant `check` does not choose is read up to where its diff starts, never whole.
 
 Real git repositories and patch files in tmp_path; the counters wrap patchkeeper's own
@@ -116,16 +118,24 @@ def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(
     args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--json"]
     slow = _counting(monkeypatch, json.encoder, "_make_iterencode")
     rendered = _counting(monkeypatch, render, "patch_json")
+    pieces = _counting(monkeypatch, render._Chunks, "write")
     code = check.command.main(args, standalone_mode=False)
     monkeypatch.undo()
     printed = capsys.readouterr().out
+    patches_rendered = rendered[0]  # (check_document.py holds the counter once imported)
+    one_tag = _counting(monkeypatch, render._Chunks, "write")
+    check.command.main([*args[:-2], "v1.0", "--json"], standalone_mode=False)
+    monkeypatch.undo()
+    capsys.readouterr()
+    # A tag more is two pieces of text more (its target, its outcomes), not one per patch.
+    assert pieces[0] - one_tag[0] <= 2 * SAME_TAGS
     cli_code, document = run_json("check", *args[:-1])
     assert code == cli_code == 0
     assert printed == json.dumps(document, indent=2) + "\n"
     assert len(document["targets"]) == SAME_TAGS + 1
     assert outcomes(document) == {f"fix{n}": "applied" for n in range(3)} | {"varied": "applied"}
     assert slow[0] == 0  # no value went through the pure-Python encoder
-    assert rendered[0] == 4  # the four fixes, once: every tag shares the first one's results
+    assert patches_rendered == 4  # the four fixes, once: every tag shares the first one's results
 
 
 def test_check_text_report_and_exit_code_read_each_shared_result_list_once(

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from patchkeeper.engine.checking import RefReport
     from patchkeeper.model.outcomes import PatchResult
-    from patchkeeper.report.json_text import Encoded
+    from patchkeeper.report.json_text import Encoded, Items
 
 
 def target_json(report: RefReport) -> dict[str, Any]:
@@ -70,16 +70,18 @@ def targets_json(reports: Sequence[RefReport]) -> Iterator[dict[str, Any]]:
                "patches": last[1]}  # fmt: skip
 
 
-def outcomes_json(reports: Sequence[RefReport]) -> Iterator[Encoded]:
-    """Every patch's outcome on every ref, each item encoded from text made once for refs
-    that share their results."""
-    from patchkeeper.report.json_text import Encoded, indented
+def outcomes_json(reports: Sequence[RefReport]) -> Iterator[Items]:
+    """Every patch's outcome on every ref: a ref's items as one text, from the text before
+    the ref's name, made once for refs that share their results."""
+    from patchkeeper.report.json_text import ITEM_LEVEL, Items, indented
 
     last: tuple[list[PatchResult], list[str]] | None = None
+    end = "\n" + "  " * ITEM_LEVEL + "}"
     for report in reports:
         if last is None or last[0] is not report.results:
-            heads = [indented({"name": p.name, "outcome": p.outcome, "ref": ""})[:-4]
-                     for p in report.results]  # fmt: skip
+            heads = [indented({"name": p.name, "outcome": p.outcome, "ref": ""}, ITEM_LEVEL)
+                     .removesuffix('""' + end) for p in report.results]  # fmt: skip
             last = (report.results, heads)
-        tail = indented(report.ref) + "\n}"
-        yield from (Encoded.text(head + tail) for head in last[1])
+        if last[1]:
+            tail = indented(report.ref) + end
+            yield Items([head + tail for head in last[1]])
