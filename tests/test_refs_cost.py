@@ -6,7 +6,8 @@
 - `check --format json` encodes with the C encoder, and the outcomes of refs that share
   their results are encoded once, a ref's written as one text; the bytes are
   `json.dumps(document, indent=2)`'s.
-- `check`'s text report and exit code look at a results list that tags share once.
+- `check`'s text report, exit code and GitHub annotations look at a results list that tags
+  share once.
 - A variant `check` does not choose is read up to where its diff starts, never whole.
 
 Real git repositories and patch files in tmp_path; the counters wrap patchkeeper's own
@@ -173,6 +174,33 @@ def test_check_text_report_and_exit_code_read_each_shared_result_list_once(
     assert asked[0] <= 2 * 4
     assert said[0] <= 2 * 4  # the changes and the widths
     assert summed[0] == 1
+
+
+def test_github_annotations_read_the_patch_file_once_for_tags_that_share_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An annotation points at the failing hunk's line in the patch file (a read of it): made
+    once for the tags that share one results list, not once per tag."""
+    from patchkeeper.commands import check
+    from patchkeeper.report import annotations
+
+    repo, root = _set(tmp_path)
+    fixed = {"f0.py": LINES.replace("line", "f0").replace("f0 20\n", "f0 20 fixed\n")}
+    diff = diff_of(repo, fixed).replace(" f0 18\n", " f0 eighteen\n")  # context upstream lacks
+    (root / "broken.patch").write_text(patch_text(diff))
+    (root / "series").write_text((root / "series").read_text() + "broken.patch\n")
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--format", "github"]
+    reads = _counting(monkeypatch, annotations, "hunk_line")
+    monkeypatch.chdir(tmp_path)  # annotations name the patch file relative to it
+    code = check.command.main(args, standalone_mode=False)
+    monkeypatch.undo()
+    printed = capsys.readouterr().out
+    cli = run_cli("check", *args, cwd=tmp_path)
+    assert code == cli.returncode == 3
+    assert printed == cli.stdout
+    [error] = [line for line in printed.splitlines() if line.startswith("::error ")]
+    assert f"on {SAME_TAGS + 1} ref(s)" in error and "line=" in error
+    assert reads[0] == 1
 
 
 def test_a_variant_not_chosen_is_read_up_to_its_diff(
