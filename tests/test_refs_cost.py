@@ -6,6 +6,8 @@
 - `check --format json` encodes with the C encoder, and the outcomes of refs that share
   their results are encoded once, a ref's written as one text; the bytes are
   `json.dumps(document, indent=2)`'s.
+- `check --tags` takes each tag's commit and tree from the listing that chose it: no git
+  process asks again.
 - `check`'s text report, exit code and GitHub annotations look at a results list that tags
   share once.
 - A variant `check` does not choose is read up to where its diff starts, never whole.
@@ -18,6 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +32,16 @@ from patchkeeper.engine import checking
 from patchkeeper.install.plumbing import git as git_module
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.model import Patch
-from tests.helpers import diff_of, git, make_repo, outcomes, patch_text, run_cli, run_json
+from tests.helpers import (
+    GIT_ID,
+    diff_of,
+    git,
+    make_repo,
+    outcomes,
+    patch_text,
+    run_cli,
+    run_json,
+)
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 SAME_TAGS = 12
@@ -103,6 +117,39 @@ def test_a_tag_whose_tree_was_judged_costs_no_work_per_patch(
     assert [[(r.name, r.outcome, r.variant) for r in report.results] for report in alone] == [
         [(r.name, r.outcome, r.variant) for r in report.results] for report in many["reports"]
     ]
+
+
+def test_tags_are_resolved_by_the_listing_that_chose_them(tmp_path: Path) -> None:
+    """`--tags` lists the tags with their commits and trees (one `for-each-ref`), so checking
+    every one of them starts no more git processes than checking one `--ref`: no `cat-file`
+    asks again. A tag object counts too (its commit and tree are the peeled ones)."""
+    repo, root = _set(tmp_path)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "release 1.99: no change")
+    git(repo, "tag", "-a", "-m", "an annotated release", "v1.99")
+
+    def traced(*refs: str) -> tuple[list[str], dict[str, Any]]:
+        trace = tmp_path / "trace"
+        trace.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "patchkeeper", "check", "--json", "--install", str(repo),
+             "--patches", str(root), *refs],
+            capture_output=True, text=True, check=False,
+            env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        started = re.findall(r"trace: built-in: git (\S+)", trace.read_text())
+        return started, json.loads(proc.stdout)
+
+    one, _ = traced("--ref", "v1.0")
+    every, document = traced("--tags", "v1.*")
+    assert len(document["targets"]) == SAME_TAGS + 2
+    assert "cat-file" in one and "cat-file" not in every
+    assert len(every) == len(one), (every, one)
+    for target in document["targets"]:
+        assert target["commit"] == git(repo, "rev-parse", f"{target['ref']}^{{commit}}")
+    # A tag named as --ref as well is read as git reads the name (cat-file), as before.
+    both, document = traced("--ref", "v1.99", "--tags", "v1.*")
+    assert both.count("cat-file") == 1 and len(document["targets"]) == SAME_TAGS + 2
 
 
 def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(

@@ -70,6 +70,7 @@ def run(
         checking.fetch(repo, fetch_remote)
     chosen = list(dict.fromkeys(refs))
     unknown: list[str] = []
+    listed: dict[str, tuple[str, str]] = {}  # the chosen tags' commits and trees
     if tag_globs or since is not None:
         if since is not None:
             since = _since_in(since, workspace.settings.version_scheme)
@@ -77,6 +78,7 @@ def run(
 
         selection = select_tags(repo, tag_globs, since, workspace.settings.tags)
         tags, unknown = selection.tags, selection.unknown
+        listed = {tag: objects for tag, objects in selection.objects.items() if tag not in refs}
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
             floor = f", version >= {since}" if since is not None else ""
@@ -93,6 +95,7 @@ def run(
             chosen,
             workspace.settings,
             progress=lambda done, total, ref: meter.update(done, ref),
+            known=listed,
         )
     finally:
         meter.close()
