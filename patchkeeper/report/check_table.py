@@ -127,15 +127,16 @@ class Trouble:
 
 def troubles(reports: Sequence[RefReport]) -> list[Trouble]:
     found: dict[tuple[str, str], Trouble] = {}
-    failing = per_results(reports, lambda results: [r for r in results if needs_work(r)])
-    for report, results in zip(reports, failing, strict=True):
-        for result in results:
-            key = (result.name, word(result))
+    failing = per_results(
+        reports, lambda results: [((r.name, word(r)), r) for r in results if needs_work(r)]
+    )
+    for report, keyed in zip(reports, failing, strict=True):
+        for key, result in keyed:
             if key in found:
                 found[key].refs.append(report)
                 found[key].result = result
             else:
-                found[key] = Trouble(result.name, word(result), [report], result)
+                found[key] = Trouble(*key, [report], result)
     order = {r.name: i for i, r in enumerate(reports[0].results)} if reports else {}
     return sorted(found.values(), key=lambda t: (order.get(t.name, 0), t.outcome))
 
