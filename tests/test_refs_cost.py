@@ -8,8 +8,8 @@
   `json.dumps(document, indent=2)`'s.
 - `check --tags` takes each tag's commit and tree from the listing that chose it: no git
   process asks again.
-- `check`'s text report, exit code and GitHub annotations look at a results list that tags
-  share once.
+- `check`'s text report, exit code, GitHub annotations and JUnit cases look at a results
+  list that tags share once.
 - A variant `check` does not choose is read up to where its diff starts, never whole.
 
 Real git repositories and patch files in tmp_path; the counters wrap patchkeeper's own
@@ -248,6 +248,33 @@ def test_github_annotations_read_the_patch_file_once_for_tags_that_share_results
     [error] = [line for line in printed.splitlines() if line.startswith("::error ")]
     assert f"on {SAME_TAGS + 1} ref(s)" in error and "line=" in error
     assert reads[0] == 1
+
+
+def test_junit_says_each_shared_result_once_however_many_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """A test case per patch on every ref (JUnit has a suite per ref), its text made once for
+    the tags that share one results list. The XML must be the CLI's, times aside."""
+    from patchkeeper.commands import check
+    from patchkeeper.report import junit
+
+    repo, root = _set(tmp_path)
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--format", "junit"]
+    said = _counting(monkeypatch, junit, "patch_lines")
+    code = check.command.main(args, standalone_mode=False)
+    monkeypatch.undo()
+    printed = capsysbinary.readouterr().out
+    cli = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "check", *args], capture_output=True, check=False
+    )
+    assert code == cli.returncode == 0
+
+    def timeless(xml: bytes) -> bytes:
+        return re.sub(rb' time="[0-9.]+"', b"", xml)
+
+    assert timeless(printed) == timeless(cli.stdout)
+    assert printed.count(b"<testcase ") == 4 * (SAME_TAGS + 1)
+    assert said[0] == 4
 
 
 def test_a_variant_not_chosen_is_read_up_to_its_diff(
