@@ -8,8 +8,8 @@
   `json.dumps(document, indent=2)`'s.
 - `check --tags` takes each tag's commit and tree from the listing that chose it: no git
   process asks again.
-- `check`'s text report, exit code, GitHub annotations and JUnit cases look at a results
-  list that tags share once.
+- `check`'s text report, exit code, GitHub annotations, JUnit cases and metrics look at a
+  results list that tags share once.
 - A variant `check` does not choose is read up to where its diff starts, never whole.
 
 Real git repositories and patch files in tmp_path; the counters wrap patchkeeper's own
@@ -275,6 +275,32 @@ def test_junit_says_each_shared_result_once_however_many_tags(
     assert timeless(printed) == timeless(cli.stdout)
     assert printed.count(b"<testcase ") == 4 * (SAME_TAGS + 1)
     assert said[0] == 4
+
+
+def test_check_metrics_say_each_shared_result_once_however_many_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--metrics` has a sample per outcome for every ref; the outcomes of the tags that share
+    one results list are made into values once. The file must be the CLI's, its time aside."""
+    from patchkeeper.commands import check
+    from patchkeeper.report import check_document
+
+    repo, root = _set(tmp_path)
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--json"]
+    made = _counting(monkeypatch, check_document, "patch_json")
+    check.command.main([*args, "--metrics", str(tmp_path / "in.prom")], standalone_mode=False)
+    monkeypatch.undo()
+    said = made[0]
+    run_cli("check", *args, "--metrics", tmp_path / "cli.prom")
+
+    def timeless(path: Path) -> list[str]:
+        return [line for line in path.read_text().splitlines() if "timestamp_seconds{" not in line]
+
+    metrics = timeless(tmp_path / "in.prom")
+    assert metrics == timeless(tmp_path / "cli.prom")
+    applied = [line for line in metrics if 'outcome="applied"' in line]
+    assert len(applied) == SAME_TAGS + 1 and all(line.endswith(" 4") for line in applied)
+    assert said == 4 + 4  # the four fixes for --metrics, and for the JSON document
 
 
 def test_a_variant_not_chosen_is_read_up_to_its_diff(

@@ -110,9 +110,9 @@ def run(
     label = workspace.patch_set_label
     if metrics_path is not None:
         from patchkeeper.commands.common import write_metrics
-        from patchkeeper.report.check_document import target_json
+        from patchkeeper.report.check_document import targets_of
 
-        targets = [target_json(r) for r in reports]
+        targets = targets_of(reports)
         write_metrics(metrics_path, "check", code, {"install": str(repo), "targets": targets})
     if output == "json":
         from patchkeeper.report.check_document import emit_check_json

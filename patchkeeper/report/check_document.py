@@ -21,14 +21,16 @@ if TYPE_CHECKING:
     from patchkeeper.report.json_text import Encoded, Items
 
 
-def target_json(report: RefReport) -> dict[str, Any]:
-    """One ref's part of the document: its version, where it was read, every patch's outcome."""
-    return {
-        "ref": report.ref,
-        "commit": report.commit,
-        **report.version.as_json(),
-        "patches": [patch_json(p) for p in report.results],
-    }
+def targets_of(reports: Sequence[RefReport]) -> list[dict[str, Any]]:
+    """Each ref's part of the document, as values (for `--metrics`): its version, where it
+    was read, every patch's outcome; refs that share their results share that list."""
+    from patchkeeper.report.check_table import per_results
+
+    said = per_results(reports, lambda results: [patch_json(p) for p in results])
+    return [
+        {"ref": report.ref, "commit": report.commit, **report.version.as_json(), "patches": patches}
+        for report, patches in zip(reports, said, strict=True)
+    ]
 
 
 def emit_check_json(
