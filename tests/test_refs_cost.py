@@ -4,7 +4,12 @@
   process, no scratch folder and no work per patch: it shares the first ref's results, and
   only the fixes whose choice can depend on the version are asked about it.
 - `check --format json` encodes with the C encoder, and the outcomes of refs that share
-  their results are encoded once; the bytes are `json.dumps(document, indent=2)`'s.
+  their results are encoded once, a ref's written as one text; the bytes are
+  `json.dumps(document, indent=2)`'s.
+- `check --tags` takes each tag's commit and tree from the listing that chose it: no git
+  process asks again.
+- `check`'s text report, exit code, GitHub annotations, JUnit cases and metrics look at a
+  results list that tags share once.
 - A variant `check` does not choose is read up to where its diff starts, never whole.
 
 Real git repositories and patch files in tmp_path; the counters wrap patchkeeper's own
@@ -15,6 +20,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +32,16 @@ from patchkeeper.engine import checking
 from patchkeeper.install.plumbing import git as git_module
 from patchkeeper.patchset.load import load_patch_set
 from patchkeeper.patchset.model import Patch
-from tests.helpers import diff_of, git, make_repo, outcomes, patch_text, run_json
+from tests.helpers import (
+    GIT_ID,
+    diff_of,
+    git,
+    make_repo,
+    outcomes,
+    patch_text,
+    run_cli,
+    run_json,
+)
 
 LINES = "".join(f"line {n}\n" for n in range(1, 31))
 SAME_TAGS = 12
@@ -102,6 +119,39 @@ def test_a_tag_whose_tree_was_judged_costs_no_work_per_patch(
     ]
 
 
+def test_tags_are_resolved_by_the_listing_that_chose_them(tmp_path: Path) -> None:
+    """`--tags` lists the tags with their commits and trees (one `for-each-ref`), so checking
+    every one of them starts no more git processes than checking one `--ref`: no `cat-file`
+    asks again. A tag object counts too (its commit and tree are the peeled ones)."""
+    repo, root = _set(tmp_path)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "release 1.99: no change")
+    git(repo, "tag", "-a", "-m", "an annotated release", "v1.99")
+
+    def traced(*refs: str) -> tuple[list[str], dict[str, Any]]:
+        trace = tmp_path / "trace"
+        trace.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "patchkeeper", "check", "--json", "--install", str(repo),
+             "--patches", str(root), *refs],
+            capture_output=True, text=True, check=False,
+            env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        started = re.findall(r"trace: built-in: git (\S+)", trace.read_text())
+        return started, json.loads(proc.stdout)
+
+    one, _ = traced("--ref", "v1.0")
+    every, document = traced("--tags", "v1.*")
+    assert len(document["targets"]) == SAME_TAGS + 2
+    assert "cat-file" in one and "cat-file" not in every
+    assert len(every) == len(one), (every, one)
+    for target in document["targets"]:
+        assert target["commit"] == git(repo, "rev-parse", f"{target['ref']}^{{commit}}")
+    # A tag named as --ref as well is read as git reads the name (cat-file), as before.
+    both, document = traced("--ref", "v1.99", "--tags", "v1.*")
+    assert both.count("cat-file") == 1 and len(document["targets"]) == SAME_TAGS + 2
+
+
 def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -116,16 +166,141 @@ def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(
     args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--json"]
     slow = _counting(monkeypatch, json.encoder, "_make_iterencode")
     rendered = _counting(monkeypatch, render, "patch_json")
+    pieces = _counting(monkeypatch, render._Chunks, "write")
     code = check.command.main(args, standalone_mode=False)
     monkeypatch.undo()
     printed = capsys.readouterr().out
+    patches_rendered = rendered[0]  # (check_document.py holds the counter once imported)
+    one_tag = _counting(monkeypatch, render._Chunks, "write")
+    check.command.main([*args[:-2], "v1.0", "--json"], standalone_mode=False)
+    monkeypatch.undo()
+    capsys.readouterr()
+    # A tag more is two pieces of text more (its target, its outcomes), not one per patch.
+    assert pieces[0] - one_tag[0] <= 2 * SAME_TAGS
     cli_code, document = run_json("check", *args[:-1])
     assert code == cli_code == 0
     assert printed == json.dumps(document, indent=2) + "\n"
     assert len(document["targets"]) == SAME_TAGS + 1
     assert outcomes(document) == {f"fix{n}": "applied" for n in range(3)} | {"varied": "applied"}
     assert slow[0] == 0  # no value went through the pure-Python encoder
-    assert rendered[0] == 4  # the four fixes, once: every tag shares the first one's results
+    assert patches_rendered == 4  # the four fixes, once: every tag shares the first one's results
+
+
+def test_check_text_report_and_exit_code_read_each_shared_result_list_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The compact table's counts, changes, widths and needs-work list, and the exit code, are
+    made per results list: tags that share the first one's cost nothing per patch. In
+    process, to count; the text must be the one the CLI prints as a subprocess."""
+    from patchkeeper.commands import check
+    from patchkeeper.model.outcomes import PatchResult
+    from patchkeeper.report import check_table
+
+    repo, root = _set(tmp_path)
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*"]
+    asked = [0]
+    judged = PatchResult.needs_a_person.fget
+    assert judged is not None
+
+    def counted(result: PatchResult) -> bool:
+        asked[0] += 1
+        return judged(result)
+
+    monkeypatch.setattr(PatchResult, "needs_a_person", property(counted))
+    said = _counting(monkeypatch, check_table, "word")
+    summed = _counting(monkeypatch, check_table, "counts")
+    code = check.command.main(args, standalone_mode=False)
+    monkeypatch.undo()
+    printed = capsys.readouterr().out
+    cli = run_cli("check", *args)
+    assert code == cli.returncode == 0
+    assert printed == cli.stdout
+    assert f"{SAME_TAGS + 1} refs x 4 patches" in printed  # the compact table
+    assert f"... {SAME_TAGS} more with the same outcomes" in printed
+    # Four fixes: once for the exit code and once for the needs-work list, whatever the tags.
+    assert asked[0] <= 2 * 4
+    assert said[0] <= 2 * 4  # the changes and the widths
+    assert summed[0] == 1
+
+
+def test_github_annotations_read_the_patch_file_once_for_tags_that_share_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An annotation points at the failing hunk's line in the patch file (a read of it): made
+    once for the tags that share one results list, not once per tag."""
+    from patchkeeper.commands import check
+    from patchkeeper.report import annotations
+
+    repo, root = _set(tmp_path)
+    fixed = {"f0.py": LINES.replace("line", "f0").replace("f0 20\n", "f0 20 fixed\n")}
+    diff = diff_of(repo, fixed).replace(" f0 18\n", " f0 eighteen\n")  # context upstream lacks
+    (root / "broken.patch").write_text(patch_text(diff))
+    (root / "series").write_text((root / "series").read_text() + "broken.patch\n")
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--format", "github"]
+    reads = _counting(monkeypatch, annotations, "hunk_line")
+    monkeypatch.chdir(tmp_path)  # annotations name the patch file relative to it
+    code = check.command.main(args, standalone_mode=False)
+    monkeypatch.undo()
+    printed = capsys.readouterr().out
+    cli = run_cli("check", *args, cwd=tmp_path)
+    assert code == cli.returncode == 3
+    assert printed == cli.stdout
+    [error] = [line for line in printed.splitlines() if line.startswith("::error ")]
+    assert f"on {SAME_TAGS + 1} ref(s)" in error and "line=" in error
+    assert reads[0] == 1
+
+
+def test_junit_says_each_shared_result_once_however_many_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """A test case per patch on every ref (JUnit has a suite per ref), its text made once for
+    the tags that share one results list. The XML must be the CLI's, times aside."""
+    from patchkeeper.commands import check
+    from patchkeeper.report import junit
+
+    repo, root = _set(tmp_path)
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--format", "junit"]
+    said = _counting(monkeypatch, junit, "patch_lines")
+    code = check.command.main(args, standalone_mode=False)
+    monkeypatch.undo()
+    printed = capsysbinary.readouterr().out
+    cli = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "check", *args], capture_output=True, check=False
+    )
+    assert code == cli.returncode == 0
+
+    def timeless(xml: bytes) -> bytes:
+        return re.sub(rb' time="[0-9.]+"', b"", xml)
+
+    assert timeless(printed) == timeless(cli.stdout)
+    assert printed.count(b"<testcase ") == 4 * (SAME_TAGS + 1)
+    assert said[0] == 4
+
+
+def test_check_metrics_say_each_shared_result_once_however_many_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--metrics` has a sample per outcome for every ref; the outcomes of the tags that share
+    one results list are made into values once. The file must be the CLI's, its time aside."""
+    from patchkeeper.commands import check
+    from patchkeeper.report import check_document
+
+    repo, root = _set(tmp_path)
+    args = ["--install", str(repo), "--patches", str(root), "--tags", "v1.*", "--json"]
+    made = _counting(monkeypatch, check_document, "patch_json")
+    check.command.main([*args, "--metrics", str(tmp_path / "in.prom")], standalone_mode=False)
+    monkeypatch.undo()
+    said = made[0]
+    run_cli("check", *args, "--metrics", tmp_path / "cli.prom")
+
+    def timeless(path: Path) -> list[str]:
+        return [line for line in path.read_text().splitlines() if "timestamp_seconds{" not in line]
+
+    metrics = timeless(tmp_path / "in.prom")
+    assert metrics == timeless(tmp_path / "cli.prom")
+    applied = [line for line in metrics if 'outcome="applied"' in line]
+    assert len(applied) == SAME_TAGS + 1 and all(line.endswith(" 4") for line in applied)
+    assert said == 4 + 4  # the four fixes for --metrics, and for the JSON document
 
 
 def test_a_variant_not_chosen_is_read_up_to_its_diff(

@@ -70,6 +70,7 @@ def run(
         checking.fetch(repo, fetch_remote)
     chosen = list(dict.fromkeys(refs))
     unknown: list[str] = []
+    listed: dict[str, tuple[str, str]] = {}  # the chosen tags' commits and trees
     if tag_globs or since is not None:
         if since is not None:
             since = _since_in(since, workspace.settings.version_scheme)
@@ -77,6 +78,7 @@ def run(
 
         selection = select_tags(repo, tag_globs, since, workspace.settings.tags)
         tags, unknown = selection.tags, selection.unknown
+        listed = {tag: objects for tag, objects in selection.objects.items() if tag not in refs}
         if not tags:
             what = " or ".join(repr(g) for g in tag_globs) if tag_globs else "a version"
             floor = f", version >= {since}" if since is not None else ""
@@ -93,11 +95,13 @@ def run(
             chosen,
             workspace.settings,
             progress=lambda done, total, ref: meter.update(done, ref),
+            known=listed,
         )
     finally:
         meter.close()
+    shared = {id(report.results): report.results for report in reports}  # once per list
     code = tree_exit_code(
-        [r for report in reports for r in report.results], pending_needs_attention=False
+        [r for results in shared.values() for r in results], pending_needs_attention=False
     )
     if junit_path is not None:
         from patchkeeper.report.junit import write_junit
@@ -106,9 +110,9 @@ def run(
     label = workspace.patch_set_label
     if metrics_path is not None:
         from patchkeeper.commands.common import write_metrics
-        from patchkeeper.report.check_document import target_json
+        from patchkeeper.report.check_document import targets_of
 
-        targets = [target_json(r) for r in reports]
+        targets = targets_of(reports)
         write_metrics(metrics_path, "check", code, {"install": str(repo), "targets": targets})
     if output == "json":
         from patchkeeper.report.check_document import emit_check_json

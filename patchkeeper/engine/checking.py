@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -75,19 +75,25 @@ class FetchError(UserError):
 # ---------------------------------------------------------------- about every ref at once
 
 
-def resolve(repo: Path, refs: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The commit each of REFS names, and its tree, in one `git cat-file` process."""
-    query = "".join(f"{ref}^{{commit}}\n{ref}^{{tree}}\n" for ref in refs).encode()
-    answers = git.run(["cat-file", "--batch-check"], repo, stdin=query).stdout.decode()
-    lines = answers.splitlines()
-    commits, trees = [], []
-    for ref, commit, tree in zip(refs, lines[::2], lines[1::2], strict=True):
-        sha, _, kind = commit.partition(" ")
-        if not kind.startswith("commit"):
-            raise UserError(f"{repo}: {ref!r} names no commit here (a typo, or not fetched yet?)")
-        commits.append(sha)
-        trees.append(tree.partition(" ")[0])
-    return commits, trees
+def resolve(
+    repo: Path, refs: Sequence[str], known: Mapping[str, tuple[str, str]] | None = None
+) -> tuple[list[str], list[str]]:
+    """The commit each of REFS names, and its tree: from KNOWN (ref -> commit, tree) when it
+    has them, the others in one `git cat-file` process (none when KNOWN has every ref)."""
+    known = known or {}
+    asked = [ref for ref in dict.fromkeys(refs) if ref not in known]
+    found = dict(known)
+    if asked:
+        query = "".join(f"{ref}^{{commit}}\n{ref}^{{tree}}\n" for ref in asked).encode()
+        answers = git.run(["cat-file", "--batch-check"], repo, stdin=query).stdout.decode()
+        lines = answers.splitlines()
+        for ref, commit, tree in zip(asked, lines[::2], lines[1::2], strict=True):
+            sha, _, kind = commit.partition(" ")
+            if not kind.startswith("commit"):
+                why = "a typo, or not fetched yet?"
+                raise UserError(f"{repo}: {ref!r} names no commit here ({why})")
+            found[ref] = (sha, tree.partition(" ")[0])
+    return [found[ref][0] for ref in refs], [found[ref][1] for ref in refs]
 
 
 # ---------------------------------------------------------------- checking
@@ -102,11 +108,13 @@ def check_refs(
     progress: Callable[[int, int, str], None] | None = None,
     reuse: bool = True,
     batch: bool | None = None,
+    known: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[RefReport]:
     """How every patch fares on each of REFS; each ref's version from SETTINGS' version
     sources at that ref (install/checkout/version_chain.py; no settings: describe). PROGRESS(done,
     total, ref) is called after each ref. REUSE and BATCH off: every patch tried alone on
-    every ref (the same results, slower)."""
+    every ref (the same results, slower). KNOWN: the commit and tree of refs read already
+    (tag_selection.py's listing), not asked of git again."""
     refs = list(refs)
     if not refs:
         return []
@@ -116,7 +124,7 @@ def check_refs(
     # A chain of describe alone reads refs, not files: asked beside the lookup.
     only_describe = all(isinstance(s, DescribeSource) for s in settings.version_sources)
     described = meanwhile(ref_versions, repo, refs, settings) if only_describe else None
-    commits, trees = resolve(repo, refs)
+    commits, trees = resolve(repo, refs, known)
     versions = described() if described else ref_versions(repo, commits, settings)
     variants = [v for p in patch_set.patches for v in p.variants]
     unique_trees = list(dict.fromkeys(trees))  # a tree's blobs are its commits' blobs

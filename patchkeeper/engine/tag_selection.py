@@ -18,10 +18,12 @@ from patchkeeper.patchset.version_sources import NAMES_ARE_VERSIONS, TagNames
 @dataclass(frozen=True)
 class TagSelection:
     """The tags `--tags`/`--since` chose, in release order, and those matching the globs whose
-    release is unknown (left out by --since: never sorted by a CalVer name)."""
+    release is unknown (left out by --since: never sorted by a CalVer name); and the commit
+    and tree of each tag listed, read in the same listing (check asks git for them no more)."""
 
     tags: list[str]
     unknown: list[str]
+    objects: dict[str, tuple[str, str]]  # tag -> (its commit, that commit's tree)
 
 
 def select_tags(
@@ -31,20 +33,22 @@ def select_tags(
     globs: every tag) that name a commit, keeping with SINCE only those whose release (NAMES:
     `[tags]`, else the name) is >= SINCE. Ordered by release (tags of unknown release last,
     by name)."""
-    listing = git.out(
-        ["for-each-ref", "--format=%(objecttype) %(*objecttype) %(refname:strip=2)", "refs/tags/"],
-        repo,
-    )
+    # A tag names a commit itself (its fields), or a tag object naming one (the `*` fields).
+    fields = "%(objecttype) %(objectname) %(tree) %(*objecttype) %(*objectname) %(*tree)"
+    listing = git.out(["for-each-ref", f"--format={fields} %(refname:strip=2)", "refs/tags/"], repo)
     tags = []
+    objects: dict[str, tuple[str, str]] = {}
     for line in listing.splitlines():
-        kind, peeled, name = line.split(" ", 2)
-        if "commit" not in (kind, peeled):
+        *named, name = line.split(" ", 6)
+        kind, commit, tree = named[:3] if named[0] == "commit" else named[3:]
+        if kind != "commit":
             continue  # a tag of a tree or a blob: no release to check
         if not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs):
             tags.append(name)
+            objects[name] = (commit, tree)
     versions = {tag: names.version(tag) for tag in tags}
     unknown = sorted(t for t in tags if versions[t] is None)
     if since is not None:
         tags = [t for t in tags if (v := versions[t]) is not None and v >= since]
     ordered = sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
-    return TagSelection(ordered, unknown)
+    return TagSelection(ordered, unknown, {tag: objects[tag] for tag in ordered})

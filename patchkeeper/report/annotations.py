@@ -19,7 +19,13 @@ from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
 from patchkeeper.patchset.diffpaths import diff_path, git_line_paths
 from patchkeeper.patchset.model import PatchSet
-from patchkeeper.report.check_table import markdown_summary, needs_work, ref_span, render_text
+from patchkeeper.report.check_table import (
+    markdown_summary,
+    needs_work,
+    per_results,
+    ref_span,
+    render_text,
+)
 from patchkeeper.report.render import echo, upstream_took_lines
 
 if TYPE_CHECKING:  # made by engine/conflicts.py
@@ -136,16 +142,21 @@ def annotations(reports: Sequence[RefReport], patch_set: PatchSet) -> list[Annot
     """One annotation per patch file and failing hunk (errors), per patch that could not be
     judged (warnings) and per patch upstream has (notices), each naming the refs."""
     found: dict[tuple, Annotation] = {}
-    for report in reports:
-        for result in report.results:
-            for key, make in _keys(patch_set, result):
-                if key in found:
-                    found[key].refs.append(report)
-                    latest = make()
-                    found[key].message, found[key].line = latest.message, latest.line
-                else:
-                    found[key] = make()
-                    found[key].refs.append(report)
+    made_from: dict[tuple, PatchResult] = {}  # the result each annotation says now
+    # Refs whose tree was judged already share their results list: its keys are made once,
+    # and an annotation is made again only from a result that is not the one it says.
+    keyed = per_results(reports, lambda results: [
+        (key, make, result) for result in results for key, make in _keys(patch_set, result)
+    ])  # fmt: skip
+    for report, said in zip(reports, keyed, strict=True):
+        for key, make, result in said:
+            if key not in found:
+                found[key] = make()
+            elif made_from[key] is not result:
+                latest = make()
+                found[key].message, found[key].line = latest.message, latest.line
+            made_from[key] = result
+            found[key].refs.append(report)
     out = []
     for note in found.values():
         span = ref_span(note.refs, reports)

@@ -18,17 +18,19 @@ if TYPE_CHECKING:
 
     from patchkeeper.engine.checking import RefReport
     from patchkeeper.model.outcomes import PatchResult
-    from patchkeeper.report.json_text import Encoded
+    from patchkeeper.report.json_text import Encoded, Items
 
 
-def target_json(report: RefReport) -> dict[str, Any]:
-    """One ref's part of the document: its version, where it was read, every patch's outcome."""
-    return {
-        "ref": report.ref,
-        "commit": report.commit,
-        **report.version.as_json(),
-        "patches": [patch_json(p) for p in report.results],
-    }
+def targets_of(reports: Sequence[RefReport]) -> list[dict[str, Any]]:
+    """Each ref's part of the document, as values (for `--metrics`): its version, where it
+    was read, every patch's outcome; refs that share their results share that list."""
+    from patchkeeper.report.check_table import per_results
+
+    said = per_results(reports, lambda results: [patch_json(p) for p in results])
+    return [
+        {"ref": report.ref, "commit": report.commit, **report.version.as_json(), "patches": patches}
+        for report, patches in zip(reports, said, strict=True)
+    ]
 
 
 def emit_check_json(
@@ -70,16 +72,18 @@ def targets_json(reports: Sequence[RefReport]) -> Iterator[dict[str, Any]]:
                "patches": last[1]}  # fmt: skip
 
 
-def outcomes_json(reports: Sequence[RefReport]) -> Iterator[Encoded]:
-    """Every patch's outcome on every ref, each item encoded from text made once for refs
-    that share their results."""
-    from patchkeeper.report.json_text import Encoded, indented
+def outcomes_json(reports: Sequence[RefReport]) -> Iterator[Items]:
+    """Every patch's outcome on every ref: a ref's items as one text, from the text before
+    the ref's name, made once for refs that share their results."""
+    from patchkeeper.report.json_text import ITEM_LEVEL, Items, indented
 
     last: tuple[list[PatchResult], list[str]] | None = None
+    end = "\n" + "  " * ITEM_LEVEL + "}"
     for report in reports:
         if last is None or last[0] is not report.results:
-            heads = [indented({"name": p.name, "outcome": p.outcome, "ref": ""})[:-4]
-                     for p in report.results]  # fmt: skip
+            heads = [indented({"name": p.name, "outcome": p.outcome, "ref": ""}, ITEM_LEVEL)
+                     .removesuffix('""' + end) for p in report.results]  # fmt: skip
             last = (report.results, heads)
-        tail = indented(report.ref) + "\n}"
-        yield from (Encoded.text(head + tail) for head in last[1])
+        if last[1]:
+            tail = indented(report.ref) + end
+            yield Items([head + tail for head in last[1]])

@@ -11,9 +11,9 @@ per outcome, and one line for each run of refs with nothing new.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from patchkeeper.engine.checking import RefReport
 from patchkeeper.model import outcomes as oc
@@ -35,8 +35,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("invalid", oc.INVALID),
     ("other", ""),  # anything else, and a not-applicable that could not be decided
 )
-_COUNTED = {outcome for _, outcome in COLUMNS if outcome}
+_COLUMN = {outcome: i for i, (_, outcome) in enumerate(COLUMNS)}  # "" is "other"'s
 _SHORT = {outcome: head for head, outcome in COLUMNS if outcome}
+Summary = TypeVar("Summary")
 
 
 def short(outcome: str | None) -> str:
@@ -53,14 +54,30 @@ def word(result: PatchResult) -> str:
 
 def counts(results: Sequence[PatchResult]) -> list[int]:
     row = [0] * len(COLUMNS)
+    other = _COLUMN[""]
     for result in results:
-        key = result.outcome if result.outcome in _COUNTED and not result.undecided else ""
-        row[next(i for i, (_, outcome) in enumerate(COLUMNS) if outcome == key)] += 1
+        row[other if result.undecided else _COLUMN.get(result.outcome, other)] += 1
     return row
 
 
 def needs_work(result: PatchResult) -> bool:
     return result.outcome in oc.FAILED or result.needs_a_person
+
+
+def per_results(
+    reports: Sequence[RefReport], summarise: Callable[[list[PatchResult]], Summary]
+) -> list[Summary]:
+    """SUMMARISE(report.results) for each of REPORTS, made once for each results list: refs
+    whose tree was judged already share the very same list (checking.py), so many such tags
+    cost one summary, not one each."""
+    made: dict[int, Summary] = {}
+    out = []
+    for report in reports:
+        key = id(report.results)  # the lists live as long as REPORTS: no id is reused
+        if key not in made:
+            made[key] = summarise(report.results)
+        out.append(made[key])
+    return out
 
 
 # ---------------------------------------------------------------- the model
@@ -80,6 +97,9 @@ def changed_rows(reports: Sequence[RefReport]) -> list[ChangedRow]:
     rows: list[ChangedRow] = []
     previous: dict[str, str] | None = None
     for report in reports:
+        if rows and report.results is rows[-1].report.results:
+            rows[-1].same.append(report)  # the very same results: the same outcomes
+            continue
         now = {r.name: word(r) for r in report.results}
         if previous is not None and now == previous:
             rows[-1].same.append(report)
@@ -107,16 +127,16 @@ class Trouble:
 
 def troubles(reports: Sequence[RefReport]) -> list[Trouble]:
     found: dict[tuple[str, str], Trouble] = {}
-    for report in reports:
-        for result in report.results:
-            if not needs_work(result):
-                continue
-            key = (result.name, word(result))
+    failing = per_results(
+        reports, lambda results: [((r.name, word(r)), r) for r in results if needs_work(r)]
+    )
+    for report, keyed in zip(reports, failing, strict=True):
+        for key, result in keyed:
             if key in found:
                 found[key].refs.append(report)
                 found[key].result = result
             else:
-                found[key] = Trouble(result.name, word(result), [report], result)
+                found[key] = Trouble(*key, [report], result)
     order = {r.name: i for i, r in enumerate(reports[0].results)} if reports else {}
     return sorted(found.values(), key=lambda t: (order.get(t.name, 0), t.outcome))
 
@@ -150,9 +170,10 @@ def matrix_width(reports: Sequence[RefReport]) -> int:
 
 
 def _matrix_columns(reports: Sequence[RefReport]) -> list[int]:
+    widest = per_results(reports, lambda results: max((len(word(r)) for r in results), default=0))
     return [
-        max([len(report.ref), len(str(report.version))] + [len(word(r)) for r in report.results])
-        for report in reports
+        max(len(report.ref), len(str(report.version)), cells)
+        for report, cells in zip(reports, widest, strict=True)
     ]
 
 
@@ -194,7 +215,8 @@ def render_compact(reports: Sequence[RefReport], *, colour: bool = True) -> list
     for each run of refs with nothing new, then every patch that needs work."""
     rows = changed_rows(reports)
     patches = len(reports[0].results) if reports else 0
-    every = [counts(report.results) for report in reports]
+    every = per_results(reports, counts)
+    numbers_of = {id(report): numbers for report, numbers in zip(reports, every, strict=True)}
     shown = [
         i
         for i, (head, _) in enumerate(COLUMNS)
@@ -214,7 +236,7 @@ def render_compact(reports: Sequence[RefReport], *, colour: bool = True) -> list
     ]
     for row in rows:
         report = row.report
-        numbers = counts(report.results)
+        numbers = numbers_of[id(report)]
         cells = " ".join(
             f"{numbers[i]:>{max(len(h), 3)}}" for i, h in zip(shown, heads, strict=True)
         )

@@ -10,7 +10,8 @@ the standard encoder turns into one) sends its object through the standard encod
 value comes out exactly as before.
 
 `Encoded` is a value made once and written wherever it stands again (`check`'s outcomes on
-refs whose tree was judged already: the same list, said once).
+refs whose tree was judged already: the same list, said once); `Items`, several items of a
+list written as one text.
 """
 
 from __future__ import annotations
@@ -33,18 +34,27 @@ class Encoded:
     def __init__(self, value: Any) -> None:
         self._at = {0: indented(value)}
 
-    @classmethod
-    def text(cls, text: str) -> Encoded:
-        """The value whose text at the top level is TEXT (made by `indented`)."""
-        made = cls.__new__(cls)
-        made._at = {0: text}
-        return made
-
     def at(self, level: int) -> str:
         if level not in self._at:
             self._at[level] = self._at[0].replace("\n", "\n" + _PAD * level)
         return self._at[level]
 
+
+class Items:
+    """Consecutive items of a list that `emit_json` writes item by item (report/render.py),
+    as one text: the items at that list's depth (ITEM_LEVEL) with the separators between
+    them. `check`'s outcomes, a small object for every patch on every ref, are thus one join
+    per ref, not a piece of text and a write for each."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, texts: list[str]) -> None:
+        """TEXTS: each item's text at ITEM_LEVEL (`indented(item, ITEM_LEVEL)`); at least one."""
+        self.text = ITEM_SEPARATOR.join(texts)
+
+
+ITEM_LEVEL = 2  # emit_json's lists stand at the document's second level
+ITEM_SEPARATOR = ",\n" + _PAD * ITEM_LEVEL
 
 _encoders: dict[int, Callable[[Any], str]] = {}
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchkeeper.engine.checking import RefReport
 from patchkeeper.model import outcomes as oc
 from patchkeeper.model.outcomes import PatchResult
+from patchkeeper.report.check_table import per_results
 from patchkeeper.report.render import patch_lines
 
 _SKIPPED = (oc.NOT_APPLICABLE, oc.UPSTREAM_HAS_IT)
@@ -37,7 +39,26 @@ def _kind(result: PatchResult) -> str:
     return "undecided" if result.undecided else result.outcome
 
 
-def _case(suite: ET.Element, report: RefReport, result: PatchResult, seconds: float) -> None:
+@dataclass(frozen=True)
+class _Cases:
+    """A results list as test cases: each result with its text, and how many failed and
+    were skipped; made once for the refs that share the list (checking.py)."""
+
+    said: list[tuple[PatchResult, str]]
+    failures: int
+    skipped: int
+
+
+def _cases(results: list[PatchResult]) -> _Cases:
+    said = [(r, "\n".join(patch_lines(r, indent="", colour=False))) for r in results]
+    failures = sum(1 for r in results if _failed(r))
+    skipped = sum(1 for r in results if r.outcome in _SKIPPED and not _failed(r))
+    return _Cases(said, failures, skipped)
+
+
+def _case(
+    suite: ET.Element, report: RefReport, result: PatchResult, text: str, seconds: float
+) -> None:
     case = ET.SubElement(
         suite,
         "testcase",
@@ -45,7 +66,6 @@ def _case(suite: ET.Element, report: RefReport, result: PatchResult, seconds: fl
         classname=f"patchkeeper.check.{report.ref}",
         time=_seconds(seconds),
     )
-    text = "\n".join(patch_lines(result, indent="", colour=False))
     if _failed(result):
         message = result.detail or _kind(result)
         failure = ET.SubElement(case, "failure", message=message, type=_kind(result))
@@ -60,24 +80,22 @@ def junit_xml(reports: list[RefReport]) -> bytes:
     """The whole JUnit XML document."""
     suites = ET.Element("testsuites", name="patchkeeper check")
     totals = {"tests": 0, "failures": 0}
-    for report in reports:
-        failed = [r for r in report.results if _failed(r)]
-        skipped = [r for r in report.results if r.outcome in _SKIPPED and not _failed(r)]
+    for report, cases in zip(reports, per_results(reports, _cases), strict=True):
         suite = ET.SubElement(
             suites,
             "testsuite",
             name=f"{report.ref} ({report.version})",
             tests=str(len(report.results)),
-            failures=str(len(failed)),
+            failures=str(cases.failures),
             errors="0",
-            skipped=str(len(skipped)),
+            skipped=str(cases.skipped),
             time=_seconds(report.seconds),
         )
         share = report.seconds / len(report.results) if report.results else 0.0
-        for result in report.results:
-            _case(suite, report, result, share)
+        for result, text in cases.said:
+            _case(suite, report, result, text, share)
         totals["tests"] += len(report.results)
-        totals["failures"] += len(failed)
+        totals["failures"] += cases.failures
     suites.set("tests", str(totals["tests"]))
     suites.set("failures", str(totals["failures"]))
     suites.set("errors", "0")

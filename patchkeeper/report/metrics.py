@@ -151,8 +151,12 @@ def _audit_samples(base: Mapping[str, str], document: Mapping[str, Any]) -> list
 
 def _check_samples(base: Mapping[str, str], targets: Iterable[Mapping[str, Any]]) -> list[Sample]:
     samples: list[Sample] = []
+    counted: dict[int, Counter[str]] = {}  # refs that share their results share the list
     for target in targets:
-        outcomes = Counter(str(p.get("outcome")) for p in target.get("patches") or [])
+        patches = target.get("patches") or ()
+        if id(patches) not in counted:  # TARGETS holds the lists: no id is reused meanwhile
+            counted[id(patches)] = Counter(str(p.get("outcome")) for p in patches)
+        outcomes = counted[id(patches)]
         ref = {**base, "ref": str(target.get("ref")), "version": str(target.get("version") or "")}
         samples += _samples("check_patches", ref, "outcome", outcomes, OUTCOMES)
     return samples

@@ -270,13 +270,14 @@ def emit_json(command: str, exit_code: int, **fields: Any) -> None:
 
 
 def _write_items(out: _Chunks, items: Iterator[Any]) -> None:
-    """A list at the document's second level, one item at a time."""
-    from patchkeeper.report.json_text import indented
+    """A list at the document's second level, one item (or json_text.Items) at a time."""
+    from patchkeeper.report.json_text import ITEM_LEVEL, ITEM_SEPARATOR, Items, indented
 
     separator = "[\n    "
     for item in items:
-        out.write(separator + indented(item, 2))
-        separator = ",\n    "
+        text = item.text if isinstance(item, Items) else indented(item, ITEM_LEVEL)
+        out.write(separator + text)
+        separator = ITEM_SEPARATOR
     out.write("[]" if separator.startswith("[") else "\n  ]")
 
 
