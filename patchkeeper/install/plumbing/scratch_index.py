@@ -76,6 +76,7 @@ class ScratchIndex:
         self.repo = repo
         self.index_file = index_file
         self.env = {"GIT_INDEX_FILE": str(index_file)}
+        self.objects = objects  # where git writes what it makes (None: the install's store)
         if objects is not None:
             objects.mkdir(parents=True, exist_ok=True)
             alternates = [str(object_store(repo))]
@@ -153,12 +154,13 @@ class ScratchIndex:
         found = self.read_blobs([f":{path}" for path in paths])
         return {path: found[f":{path}"] for path in paths if f":{path}" in found}
 
-    def read_blobs(self, names: list[str]) -> dict[str, bytes]:
+    def read_blobs(self, names: list[str], missing: set[str] | None = None) -> dict[str, bytes]:
         """The content of each of NAMES (a blob id, or `:PATH` for this index's entry, in
-        git's bytes; no newline in any) that names a blob here, in one `cat-file --batch`."""
+        git's bytes; no newline in any) that names a blob here, in one `cat-file --batch`;
+        the names no object matches at all go into MISSING."""
         query = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
         output = self._git(["cat-file", "--batch"], stdin=query).stdout
-        return _blobs_in(output, names, self.repo)
+        return _blobs_in(output, names, self.repo, missing)
 
     def write_tree(self) -> str:
         if self._tree is None:
@@ -233,14 +235,18 @@ def index_entries(index: ScratchIndex) -> dict[str, tuple[str, str]]:
     return found
 
 
-def _blobs_in(output: bytes, names: list[str], repo: Path) -> dict[str, bytes]:
+def _blobs_in(
+    output: bytes, names: list[str], repo: Path, missing: set[str] | None
+) -> dict[str, bytes]:
     """`cat-file --batch` OUTPUT for NAMES, asked in that order -> name: content, for the
-    names that are blobs."""
+    names that are blobs (those no object matches go into MISSING)."""
     found: dict[str, bytes] = {}
     position = 0
     for name in names:
         header, position = git.batch_record(output, position, repo)
         if header.endswith((b" missing", b" ambiguous")):
+            if missing is not None and header.endswith(b" missing"):
+                missing.add(name)
             continue  # not here (a `:PATH` this index holds no entry for)
         _, kind, size = header.split(b" ")
         content = git.batch_content(output, position, int(size), repo)
