@@ -4,6 +4,7 @@ The attempt of a patch writes its "theirs" blob, which is the preimage of the ne
 its file: that preimage is missing when the round starts and there after the attempt. Whether
 it is there now is read from the scratch index's private object folder (loose_objects.py),
 not asked of git, and the patches it concerns merge in one run per layer, not one run each.
+The objects of that private folder are written uncompressed (they are thrown away).
 """
 
 from __future__ import annotations
@@ -155,5 +156,25 @@ def test_a_blob_missing_then_written_is_no_longer_asked(tmp_path: Path) -> None:
         finally:
             del os.environ["GIT_TRACE"]
         assert not trace.exists() or "cat-file" not in trace.read_text()
+    finally:
+        folder.close()
+
+
+def test_objects_a_scratch_index_writes_for_itself_are_not_compressed(tmp_path: Path) -> None:
+    """They are thrown away with its folder: zlib's work is saved (the ids are the same)."""
+    from patchkeeper.install.plumbing.scratch_index import IndexFolder, open_scratch
+
+    text = "".join(f"line {n % 7}\n" for n in range(20_000))  # compresses to almost nothing
+    repo = make_repo(tmp_path / "repo", {"f.txt": text})
+    diff = diff_of(repo, {"f.txt": text + "one more\n"}).encode()
+    folder = IndexFolder()
+    try:
+        index = open_scratch(repo, folder, private_objects=True)
+        index.load_ref("HEAD", ["f.txt"])
+        assert index.apply(diff).returncode == 0
+        assert index.objects is not None
+        [written] = [p for p in index.objects.glob("??/*") if p.is_file()]
+        assert written.stat().st_size > len(text)
+        assert index.read_file("f.txt") == (text + "one more\n").encode()
     finally:
         folder.close()
