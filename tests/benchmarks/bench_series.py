@@ -28,9 +28,10 @@ The three (four with `--against`) are timed interleaved, one run of each in turn
 machine's load falls on all of them alike. `--against DIR` times the `check` of another
 patchkeeper checkout too (say, main's: `--against /work/main`), with its git processes and
 the ratio this one / that one. Each `check` runs the code of its checkout (this script's, or
-`--against`'s), put first on `PYTHONPATH`: never a patchkeeper installed in the interpreter. `--keep DIR` builds there, and a later run with the same
-`--keep` reuses what is built. Both checkouts are compiled to bytecode first (`compileall`),
-so no run pays for compiling.
+`--against`'s), put first on `PYTHONPATH`: never a patchkeeper installed in the
+interpreter. `--keep DIR` builds there, and a later run with the same `--keep` reuses what
+is built. Both checkouts are compiled to bytecode first (`compileall`), so no run pays for
+compiling.
 """
 
 from __future__ import annotations
