@@ -18,6 +18,8 @@ did not read) is left to git.
 
 from __future__ import annotations
 
+import functools
+
 from patchkeeper.engine.diffs import split_hunks
 
 _NOT_PLAIN = (
@@ -40,9 +42,11 @@ def _squeezed(line: bytes) -> bytes:
     return line.translate(None, _BLANKS)
 
 
+@functools.lru_cache(maxsize=256)
 def _sides(hunk: bytes) -> list[tuple[bytes, bytes]] | None:
     """(kind, line without blanks) per body line of HUNK: kind b" ", b"-" or b"+"; None for a
-    line of no known kind."""
+    line of no known kind. Once per hunk (its reverse and its fuzz are both asked): the
+    answer is shared, read only."""
     lines = hunk.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()

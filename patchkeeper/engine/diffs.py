@@ -32,17 +32,18 @@ def split_hunks(diff: bytes) -> list[tuple[str, bytes, list[bytes]]]:
             sections.append((path, b"".join(header), [b"".join(h) for h in hunks]))
 
     for line in _lines_with_ends(diff):
-        text = line.decode(errors="surrogateescape").rstrip("\r\n")
         if line.startswith(b"diff --git "):
             flush()
             header, hunks = [line], []
+            text = line.decode(errors="surrogateescape").rstrip("\r\n")
             path = git_line_paths(text[len("diff --git ") :])[-1]
         elif line.startswith(b"@@"):
             hunks.append([line])
         elif hunks:
-            hunks[-1].append(line)
+            hunks[-1].append(line)  # a hunk's line: kept as it is, never read here
         else:
             header.append(line)
+            text = line.decode(errors="surrogateescape").rstrip("\r\n")
             named = diff_path(text[4:].split("\t")[0]) if text[:4] in ("+++ ", "--- ") else ""
             if named and named != "/dev/null" and (text.startswith("+++") or not path):
                 path = named

@@ -210,6 +210,8 @@ def _judge_failed(state: TrialState, items: list[Item], failed: list[Failed]) ->
                 layer.append(k)
             blocked |= own
         if not disjoint and len(layer) > 1:
+            if attempted:  # an attempt before may have written a preimage missing then
+                _ask_again(state, layer, pairs, mergeable)
             attempted |= _merge_layer(state, variants, layer, knowns, mergeable, contents,
                                       reverses, merges)  # fmt: skip
         for k in layer:
@@ -244,6 +246,22 @@ def _reverse_applies(index: ScratchIndex, variant: PatchFile, known: dict[str, b
     return reverse_could_apply(variant.diff, known) and (
         index.apply(variant.diff, "--check", "--reverse").returncode == 0
     )
+
+
+def _ask_again(
+    state: TrialState, layer: list[int], pairs: list[tuple[bytes, list[str]]], mergeable: list[bool]
+) -> None:
+    """Whether the patches of LAYER (PAIRS: each one's diff and failed files) that lacked a
+    preimage have it now that a 3-way attempt wrote blobs (in a format-patch series, the
+    attempt of the patch before one on its files writes its preimage: that patch's
+    "theirs"). Asked before the layer's one run, so that those found merge in it rather than
+    in one run each after it; BlobCheck answers from the private object store without git
+    where it can (loose_objects.py), so asking costs no process as a rule."""
+    again = [k for k in layer if not mergeable[k] and state.blobs.missing(*pairs[k])]
+    if again and len(again) + sum(mergeable[k] for k in layer) > 1:
+        answers, _ = state.blobs.mergeable([pairs[k] for k in again])
+        for k, can in zip(again, answers, strict=True):
+            mergeable[k] = can
 
 
 def _merge_layer(

@@ -27,6 +27,7 @@ blanks: a lone `}` or an empty line stands in every file and proves nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -51,9 +52,14 @@ class Block:
     open_end: bool
 
 
+# A letter or digit: what str.isalnum says of a character (the regex's \w less "_"), found
+# in C rather than by a generator over the line's characters.
+_ALNUM = re.compile(r"[^\W_]")
+
+
 def is_telling(line: str) -> bool:
     text = line.strip()
-    return len(text) >= 4 and any(char.isalnum() for char in text)
+    return len(text) >= 4 and _ALNUM.search(text) is not None
 
 
 def _hunk_blocks(hunk: bytes) -> list[Block]:
@@ -84,20 +90,25 @@ def added_blocks(hunks: Iterable[bytes]) -> list[Block]:
     return [block for hunk in hunks for block in _hunk_blocks(hunk)]
 
 
+@functools.lru_cache(maxsize=32)
 def _lines_of(content: bytes | None) -> list[str]:
+    """A file's lines, trailing blanks off, once per content: the guards of a series judge
+    the same few files again and again (shared: read only, never changed by a caller)."""
     return [line.rstrip() for line in (content or b"").decode(errors="replace").split("\n")]
 
 
-def _starts(block: list[str], target: list[str], where: dict[str, list[int]]) -> list[int]:
-    """Where BLOCK stands in TARGET (WHERE: each line's positions)."""
-    return [s for s in where.get(block[0], ()) if target[s : s + len(block)] == block]
-
-
-def _positions(target: list[str]) -> dict[str, list[int]]:
-    where: dict[str, list[int]] = {}
-    for number, line in enumerate(target):
-        where.setdefault(line, []).append(number)
-    return where
+def _starts(block: list[str], target: list[str]) -> list[int]:
+    """Where BLOCK stands in TARGET, in order: found by `list.index` from its first line, so
+    a file costs a scan in C per block rather than a table of all its lines."""
+    found: list[int] = []
+    first, size, at = block[0], len(block), -1
+    while True:
+        try:
+            at = target.index(first, at + 1)
+        except ValueError:
+            return found
+        if target[at : at + size] == block:
+            found.append(at)
 
 
 def _changed(old_lines: list[str], new_lines: list[str]) -> list[range]:
@@ -156,12 +167,11 @@ def judge_merge(
     twice = elsewhere = new = 0  # telling lines written a second time (at its place, not), new
     for path, hunks in sections:
         old_lines, new_lines = _lines_of(before.get(path)), _lines_of(after.get(path))
-        old_where, new_where = _positions(old_lines), _positions(new_lines)
         changed: list[range] | None = None
         for block in added_blocks(hunks):
             telling = sum(1 for line in block.lines if is_telling(line))
-            was = len(_starts(block.lines, old_lines, old_where))
-            now = _starts(block.lines, new_lines, new_where)
+            was = len(_starts(block.lines, old_lines))
+            now = _starts(block.lines, new_lines)
             if not was or len(now) <= was:
                 new += telling
                 continue

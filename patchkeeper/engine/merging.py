@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from patchkeeper.engine.apply_output import GIT_FATAL, failed_files, output_lines, section_blocks
 from patchkeeper.engine.diffs import split_hunks
 from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.loose_objects import written_blob
 from patchkeeper.install.plumbing.scratch_index import ScratchIndex
 from patchkeeper.patchset.model import PatchFile
 
@@ -46,6 +47,7 @@ class BlobCheck:
     def __init__(self, index: ScratchIndex) -> None:
         self.index = index
         self.present: set[str] = set()
+        self.absent: set[str] = set()  # matched no object of any store when git was asked
 
     def mergeable(
         self, patches: Sequence[tuple[bytes, list[str]]], read: Sequence[str] = ()
@@ -63,11 +65,13 @@ class BlobCheck:
         ask = sorted({
             blob for blobs in wanted for blob in blobs
             if blob and set(blob) != {"0"} and blob not in self.present
+            and not self._settled_here(blob)
         })  # fmt: skip
         paths = [] if any("\n" in path for path in read) else list(read)
         names = [*ask, *(f":{path}" for path in paths)]
+        self.absent.difference_update(ask)  # asked again: git's answer now stands
         try:
-            found = self.index.read_blobs(names) if names else {}
+            found = self.index.read_blobs(names, self.absent) if names else {}
         except git.GitError:  # no clear answer: git's own attempt decides
             found = dict.fromkeys(ask, b"")
         self.present.update(blob for blob in ask if blob in found)
@@ -79,6 +83,27 @@ class BlobCheck:
             for b in wanted
         ]
         return can, contents
+
+    def _settled_here(self, blob: str) -> bool:
+        """Whether BLOB's presence is known without git: it matched no object when asked, and
+        the private store git has written to since says for sure (loose_objects.py)."""
+        if blob not in self.absent or self.index.objects is None:
+            return False
+        now = written_blob(self.index.objects, blob)
+        if now is None:
+            return False
+        if now:
+            self.absent.discard(blob)
+            self.present.add(blob)
+        return True
+
+    def missing(self, diff: bytes, files: list[str]) -> set[str]:
+        """The preimage blobs of DIFF's failed FILES not known to be here (none asked)."""
+        needed = preimages(diff)
+        return {
+            blob for path in files if (blob := needed.get(path))
+            and set(blob) != {"0"} and blob not in self.present
+        }  # fmt: skip
 
 
 def merge_alone(

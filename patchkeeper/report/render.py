@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from patchkeeper.model import outcomes as oc
@@ -93,6 +94,31 @@ def smoke_line(status: str, detail: str, results: list[PatchResult]) -> str:
     return line + (f"; not proven: {', '.join(unproven)}" if unproven else "")
 
 
+def record(value: Any) -> Any:
+    """VALUE as `dataclasses.asdict` makes it (a dataclass a dict of its fields, lists and
+    tuples item by item), the same JSON, without asdict's deep copy of every leaf: a
+    conflict's expected lines cost a copy each, and the results' leaves are immutable."""
+    kind = type(value)
+    names = _field_names(kind)
+    if names is not None:
+        return {name: record(getattr(value, name)) for name in names}
+    if kind is list or kind is tuple:
+        if all(type(item) is str for item in value):
+            return kind(value)
+        return kind(record(item) for item in value)
+    if kind is dict:
+        return {record(key): record(item) for key, item in value.items()}
+    return value
+
+
+@functools.cache
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    """The fields `asdict` reads of a dataclass KIND; None for any other type."""
+    if not hasattr(kind, "__dataclass_fields__"):
+        return None
+    return tuple(f.name for f in fields(kind))
+
+
 def patch_json(result: PatchResult) -> dict[str, Any]:
     return {
         "name": result.name,
@@ -103,14 +129,14 @@ def patch_json(result: PatchResult) -> dict[str, Any]:
         "undecided": result.undecided,
         "would": result.would,
         "detail": result.detail,
-        "offsets": [asdict(o) for o in result.offsets],
+        "offsets": [record(o) for o in result.offsets],
         "merged_files": result.merged_files,
-        "conflicts": [asdict(c) for c in result.conflicts],
+        "conflicts": [record(c) for c in result.conflicts],
         "upstream_took": upstream_took_json(result.upstream_took),
         "notes": result.notes,
         "variant_choice": None
         if result.variant_choice is None
-        else {"by": "content", **asdict(result.variant_choice)},
+        else {"by": "content", **record(result.variant_choice)},
     }
 
 
@@ -124,7 +150,7 @@ def upstream_took_json(measured: UpstreamTook | None) -> dict[str, Any] | None:
         "hunks_held": measured.held,
         "hunks": len(measured.hunks),
         "fuzz_applies": measured.fuzz_applies,
-        "per_hunk": [{**asdict(h), "held": h.held} for h in measured.hunks],
+        "per_hunk": [{**record(h), "held": h.held} for h in measured.hunks],
     }
 
 

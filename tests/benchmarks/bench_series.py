@@ -27,9 +27,11 @@ average before and after.
 The three (four with `--against`) are timed interleaved, one run of each in turn, so a
 machine's load falls on all of them alike. `--against DIR` times the `check` of another
 patchkeeper checkout too (say, main's: `--against /work/main`), with its git processes and
-the ratio this one / that one. `--keep DIR` builds there, and a later run with the same
-`--keep` reuses what is built. Both checkouts are compiled to bytecode first (`compileall`),
-so no run pays for compiling.
+the ratio this one / that one. Each `check` runs the code of its checkout (this script's, or
+`--against`'s), put first on `PYTHONPATH`: never a patchkeeper installed in the
+interpreter. `--keep DIR` builds there, and a later run with the same `--keep` reuses what
+is built. Both checkouts are compiled to bytecode first (`compileall`), so no run pays for
+compiling.
 """
 
 from __future__ import annotations
@@ -225,10 +227,16 @@ def gnu_patch(tree: Path, diff: Path, *flags: str) -> int:
         ).returncode  # fmt: skip
 
 
+HERE = Path(__file__).resolve().parents[2]  # the checkout this script belongs to
+
+
 def check(repo: Path, patches: Path, trace: Path | None = None, code: Path | None = None) -> dict:
+    """`check`'s answer, by the code of CODE (default: this script's checkout, first on
+    PYTHONPATH: an installed patchkeeper of the interpreter is not what is measured)."""
     env = {"GIT_TRACE": str(trace)} if trace else {}
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(code or HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     proc = run(
         [sys.executable, "-m", "patchkeeper", "check", "--install", str(repo), "--patches",
          str(patches), "--tags", "v*", "--json", "--no-progress"], repo, env=env, check=False,
@@ -323,7 +331,7 @@ def main() -> None:
         if (source := read_dsc(dsc)) is not None:
             by_package[source.package].append(source)
     # Bytecode first: with PYTHONDONTWRITEBYTECODE set, every run would compile the code anew.
-    for checkout in (Path(__file__).resolve().parents[2], options.against):
+    for checkout in (HERE, options.against):
         if checkout is not None:
             run([sys.executable, "-m", "compileall", "-q", str(checkout / "patchkeeper")], checkout)
     work = options.keep or Path(tempfile.mkdtemp(prefix="bench-series-"))

@@ -1,0 +1,63 @@
+"""Whether a blob git found nowhere before has been written since: no git process.
+
+A scratch index with private objects (scratch_index.py) has git write every object it makes
+into its own folder, as loose objects (`git apply` never packs), the install's store being a
+read-only alternate. So for a blob id (or prefix) that `cat-file --batch` answered "missing"
+(no object of any store matched it; not "ambiguous"), the objects that can match it since
+are in that folder only: one loose file there whose name starts with it, holding a blob,
+means git would now find that blob, and no such file means it would still find none.
+
+Only what the folder says for sure is answered (`gitformat-loose`: `xx/yyyy...`, a zlib
+stream starting with "blob SIZE\\0"); anything else (a pack there, several matches, another
+type, an unreadable file) is None, and the caller asks git.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def written_blob(objects: Path, prefix: str) -> bool | None:
+    """Whether OBJECTS (a private object folder) holds exactly one loose blob whose id
+    starts with PREFIX (True), none at all (False), or None when git must be asked."""
+    if len(prefix) < 4 or not _HEX.issuperset(prefix):
+        return None
+    try:
+        if any(name.endswith(".pack") for name in os.listdir(objects / "pack")):
+            return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    folder = objects / prefix[:2]
+    rest = prefix[2:]
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(rest) and _HEX.issuperset(n)]
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    if not names:
+        return False
+    if len(names) > 1:
+        return None  # ambiguous to git, unless its settings say how to choose: git decides
+    try:
+        head = _header(folder / names[0])
+    except (OSError, zlib.error):
+        return None
+    return True if head.startswith(b"blob ") else None
+
+
+def _header(path: Path) -> bytes:
+    """The first bytes of the loose object at PATH once inflated (its "TYPE SIZE" header):
+    read a block at a time, since a deflate stream's tables may come before any byte."""
+    inflate = zlib.decompressobj()
+    head = b""
+    with open(path, "rb") as stream:
+        while len(head) < 16 and (block := stream.read(4096)):
+            head += inflate.decompress(block, 16 - len(head))
+    return head
