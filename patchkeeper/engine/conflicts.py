@@ -31,8 +31,11 @@ COMMON_LINE = 50
 def line_positions(target: list[str]) -> dict[str, list[int]]:
     """Where each line of TARGET stands (built once per file, shared by its hunks)."""
     positions: dict[str, list[int]] = {}
-    for number, line in enumerate(target):
-        positions.setdefault(line, []).append(number)
+    for number, line in enumerate(target):  # no new list made per line (as setdefault would)
+        if (found := positions.get(line)) is None:
+            positions[line] = [number]
+        else:
+            found.append(number)
     return positions
 
 

@@ -152,15 +152,9 @@ class ScratchIndex:
 
     def read_files(self, paths: list[str]) -> dict[str, bytes]:
         """The content this index holds for each of PATHS (those it holds), in one process at
-        most: none when each is a blob git wrote into the private objects (a 3-way merge's
-        result, read back to guard it: `written_blobs`)."""
+        most; none for the blobs git wrote into the private objects (`written_blobs`)."""
         found = written_blobs(self.objects, self.save()[0], self.id_bytes, paths)
-        unread = [path for path in paths if path not in found]
-        if len(unread) < 2 or any("\n" in path for path in unread):
-            found.update((p, data) for p in unread if (data := self.read_file(p)) is not None)
-        elif unread:
-            blobs = self.read_blobs([f":{path}" for path in unread])
-            found.update((p, blobs[f":{p}"]) for p in unread if f":{p}" in blobs)
+        found.update(_read_by_git(self, [path for path in paths if path not in found]))
         return {path: found[path] for path in paths if path in found}
 
     def read_blobs(self, names: list[str], missing: set[str] | None = None) -> dict[str, bytes]:
@@ -229,6 +223,14 @@ class ScratchIndex:
         limit = ["--", *paths] if paths else []
         args = ["diff", "--binary", "--full-index", "--no-renames", old, new, *limit]
         return self._git(args).stdout
+
+
+def _read_by_git(index: ScratchIndex, paths: list[str]) -> dict[str, bytes]:
+    """The content INDEX holds for each of PATHS (those it holds), in one process."""
+    if len(paths) < 2 or any("\n" in path for path in paths):
+        return {p: data for p in paths if (data := index.read_file(p)) is not None}
+    found = index.read_blobs([f":{path}" for path in paths])
+    return {path: found[f":{path}"] for path in paths if f":{path}" in found}
 
 
 def index_entries(index: ScratchIndex) -> dict[str, tuple[str, str]]:
