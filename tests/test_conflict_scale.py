@@ -110,3 +110,18 @@ def test_git_processes_do_not_grow_with_conflicts_on_one_ref(tmp_path: Path) -> 
         assert all(r["detail"] == "does not apply to shared.txt" for r in results)
         assert all(len(r["conflicts"]) == 1 for r in results)
     assert counts[16] == counts[4], counts
+
+
+def test_a_hunk_is_placed_from_the_positions_of_its_own_lines_only() -> None:
+    """Placing the hunks of a big file indexes only the lines they look up (conflicts.py):
+    every other line of the file is passed over, and the place found is the same."""
+    from patchkeeper.engine.conflicts import best_start_of, line_positions
+
+    target = [f"line {n % 97}" for n in range(5_000)] + ["only here", "and here"]
+    expected = ["line 95", "line 96", "only here", "and here"]
+    positions = line_positions(target, set(expected))
+    assert set(positions) == set(expected)
+    assert positions["only here"] == [5_000]
+    assert len(positions["line 95"]) == len(range(95, 5_000, 97))
+    assert best_start_of(target, expected, 0, positions) == 4_998
+    assert best_start_of(target, expected, 0) == 4_998

@@ -28,11 +28,16 @@ def _text_lines(data: bytes) -> list[str]:
 COMMON_LINE = 50
 
 
-def line_positions(target: list[str]) -> dict[str, list[int]]:
-    """Where each line of TARGET stands (built once per file, shared by its hunks)."""
+def line_positions(target: list[str], wanted: set[str]) -> dict[str, list[int]]:
+    """Where each line of TARGET that is one of WANTED stands (the lines the hunks of a file
+    look up; shared by them): the other lines are passed over in one comprehension, with no
+    list made for each, the cost of a file with many lines and few hunks."""
     positions: dict[str, list[int]] = {}
-    for number, line in enumerate(target):
-        positions.setdefault(line, []).append(number)
+    for number in [n for n, line in enumerate(target) if line in wanted]:
+        if (found := positions.get(target[number])) is None:
+            positions[target[number]] = [number]
+        else:
+            found.append(number)
     return positions
 
 
@@ -47,7 +52,7 @@ def best_start_of(
     with an equal target line, so the cost grows with the hunk, not with the file."""
     if not expected:
         return None
-    positions = positions if positions is not None else line_positions(target)
+    positions = positions if positions is not None else line_positions(target, set(expected))
     last = max(0, len(target) - len(expected))
     votes: dict[int, int] = {}
     for offset, line in enumerate(expected):
@@ -82,11 +87,10 @@ def closest_mismatches(
 
 
 @functools.lru_cache(maxsize=16)
-def _lines_and_positions(content: bytes) -> tuple[list[str], dict[str, list[int]]]:
-    """A file's lines and where each stands, once per content: the conflicts of a series
-    often fail on the same few files (read only, never changed by the caller)."""
-    target = _text_lines(content)
-    return target, line_positions(target)
+def _target_lines(content: bytes) -> list[str]:
+    """A file's lines, once per content: the conflicts of a series often fail on the same
+    few files (read only, never changed by the caller)."""
+    return _text_lines(content)
 
 
 def _hunk_start(header: str) -> int:
@@ -116,7 +120,11 @@ def conflicting_hunks(
     for path, header, hunks in sections:
         if not hunks:
             conflicts.append(HunkConflict(path, 0, "", (), "file-level change does not apply"))
-        target, positions = _lines_and_positions(contents.get(path) or b"")
+        target = _target_lines(contents.get(path) or b"")
+        wanted = {
+            line[1:] for hunk in hunks for line in _text_lines(hunk)[1:] if line[:1] in (" ", "-")
+        }
+        positions = line_positions(target, wanted)
         for number, hunk in enumerate(hunks, 1):
             first, *body = _text_lines(hunk)
             expected = tuple(line[1:] for line in body if line[:1] in (" ", "-"))

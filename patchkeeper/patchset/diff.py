@@ -54,17 +54,13 @@ def _diff_paths(
             return [], [Problem(path, where(0), "no diff found")]
         sections = [(patched.source_file, patched.target_file) for patched in parsed]
     paths: list[tuple[int, str]] = []
-    in_header = False  # hunk lines can look like headers ("--- x" is a removed "-- x")
-    for offset, line in enumerate(body):
-        if line.startswith("diff --git "):
-            in_header = True
-            paths += [(offset, p) for p in git_line_paths(line[len("diff --git ") :])]
-        elif line.startswith("@@"):
-            in_header = False
-        elif in_header and line.startswith(("--- ", "+++ ")):
-            paths.append((offset, diff_path(line[4:].split("\t")[0])))
-        elif in_header and (match := _DIFF_PATH_RE.match(line)):
-            paths.append((offset, unquote(match.group(1))))
+    for first, header in _headers(body):  # hunk lines can look like headers ("--- x")
+        paths += [(first, p) for p in git_line_paths(body[first][len("diff --git ") :])]
+        for offset, line in header:
+            if line.startswith(("--- ", "+++ ")):
+                paths.append((offset, diff_path(line[4:].split("\t")[0])))
+            elif match := _DIFF_PATH_RE.match(line):
+                paths.append((offset, unquote(match.group(1))))
     touched: list[str] = []
     for offset, target in paths:
         unsafe = unsafe_path(target)
@@ -91,19 +87,34 @@ def _mode_problem(mode: str) -> str | None:
 
 def _modes(path: Path, body: list[str], where: Callable[[int], int]) -> list[Problem]:
     """A Problem for each header line of BODY that gives a mode the writer cannot keep."""
-    problems, in_header = [], False
-    for offset, line in enumerate(body):
-        if line.startswith("diff --git "):
-            in_header = True
-        elif line.startswith("@@"):
-            in_header = False
-        elif (
-            in_header
-            and (match := _MODE_RE.match(line)) is not None
-            and (why := _mode_problem(match.group(1))) is not None
-        ):
-            problems.append(Problem(path, where(offset), why))
+    problems = []
+    for _, header in _headers(body):
+        for offset, line in header:
+            match = _MODE_RE.match(line)
+            if match is not None and (why := _mode_problem(match.group(1))) is not None:
+                problems.append(Problem(path, where(offset), why))
     return problems
+
+
+def _sections(body: list[str]) -> list[tuple[int, int]]:
+    """Where each file section of BODY starts (its `diff --git` line) and ends (the next)."""
+    starts = [offset for offset, line in enumerate(body) if line.startswith("diff --git ")]
+    return list(zip(starts, [*starts[1:], len(body)][: len(starts)], strict=True))
+
+
+def _headers(body: list[str]) -> list[tuple[int, list[tuple[int, str]]]]:
+    """Each file section of BODY: the line of its `diff --git`, and its header lines after it
+    (up to its first `@@`) with their lines. The hunks' lines, most of a diff, are passed
+    over: only `diff --git` is looked for in them."""
+    found = []
+    for first, end in _sections(body):
+        header = []
+        for offset in range(first + 1, end):
+            if body[offset].startswith("@@"):
+                break
+            header.append((offset, body[offset]))
+        found.append((first, header))
+    return found
 
 
 def _crlf_mangled(raw_lines: list[str], start: int) -> int | None:
@@ -132,21 +143,15 @@ def _links(body: list[str]) -> list[tuple[int, str, list[str]]]:
     content, the lines its hunks add, is its target."""
     link_modes = (f"new file mode {SYMLINK_MODE}", f"new mode {SYMLINK_MODE}")
     links: list[tuple[int, str, list[str]]] = []
-    sections: list[list[tuple[int, str]]] = []
-    for offset, line in enumerate(body):
-        if line.startswith("diff --git "):
-            sections.append([])
-        if sections:
-            sections[-1].append((offset, line))
-    for section in sections:
-        (first, head), rest = section[0], [text for _, text in section[1:]]
+    for first, end in _sections(body):
+        rest = body[first + 1 : end]
         hunk = next((i for i, text in enumerate(rest) if text.startswith("@@")), len(rest))
         if not any(
             text in link_modes or (text.startswith("index ") and text.endswith(SYMLINK_MODE))
             for text in rest[:hunk]
         ):
             continue
-        paths = git_line_paths(head[len("diff --git ") :])
+        paths = git_line_paths(body[first][len("diff --git ") :])
         added = [text[1:] for text in rest[hunk:] if text.startswith("+")]
         if paths:
             links.append((first, paths[-1], added))

@@ -137,10 +137,28 @@ def batch_content(output: bytes, start: int, size: int, cwd: Path) -> bytes:
     return output[start : start + size]
 
 
+def batch_blobs(output: bytes, names: list[str], repo: Path, missing: set[str]) -> dict[str, bytes]:
+    """`cat-file --batch` OUTPUT for NAMES, asked in that order -> name: content, for the
+    names that are blobs (those no object matches go into MISSING)."""
+    found: dict[str, bytes] = {}
+    position = 0
+    for name in names:
+        header, position = batch_record(output, position, repo)
+        if header.endswith((b" missing", b" ambiguous")):
+            if header.endswith(b" missing"):
+                missing.add(name)
+            continue  # not here (a `:PATH` this index holds no entry for)
+        _, kind, size = header.split(b" ")
+        content = batch_content(output, position, int(size), repo)
+        if kind == b"blob":
+            found[name] = content
+        position += int(size) + 1
+    return found
+
+
 def cut_short(cwd: Path) -> GitError:
     return GitError(
         f"{cwd}: git cat-file --batch: its answer was cut short (its output was lost); "
         "nothing was written",
         exitcodes.ENVIRONMENT,
     )
-

@@ -1,4 +1,5 @@
-"""Whether a blob git found nowhere before has been written since: no git process.
+"""Whether a blob git found nowhere before has been written since, and what a blob git wrote
+holds: no git process.
 
 A scratch index with private objects (scratch_index.py) has git write every object it makes
 into its own folder, as loose objects (`git apply` never packs), the install's store being a
@@ -9,7 +10,9 @@ means git would now find that blob, and no such file means it would still find n
 
 Only what the folder says for sure is answered (`gitformat-loose`: `xx/yyyy...`, a zlib
 stream starting with "blob SIZE\\0"); anything else (a pack there, several matches, another
-type, an unreadable file) is None, and the caller asks git.
+type, an unreadable file) is None, and the caller asks git. The same holds for reading a
+blob by its full id (`loose_blob`): the content of a loose file of that name whose header
+says "blob" and whose size is the one it states, else None.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
+
+from patchkeeper.install.plumbing.index_file import entry_ids
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -61,3 +66,38 @@ def _header(path: Path) -> bytes:
         while len(head) < 16 and (block := stream.read(4096)):
             head += inflate.decompress(block, 16 - len(head))
     return head
+
+
+def loose_blob(objects: Path, blob: str) -> bytes | None:
+    """The content of blob BLOB (a full id) when OBJECTS holds it as a loose object that reads
+    whole as one; None when it does not (it may be in another store: the caller asks git)."""
+    if len(blob) not in (40, 64) or not _HEX.issuperset(blob):
+        return None
+    try:
+        with open(objects / blob[:2] / blob[2:], "rb") as stream:
+            inflate = zlib.decompressobj()
+            data = inflate.decompress(stream.read())
+    except (OSError, zlib.error):
+        return None
+    head, nul, content = data.partition(b"\0")
+    kind, _, size = head.partition(b" ")
+    if not nul or kind != b"blob" or not inflate.eof or size != str(len(content)).encode():
+        return None
+    return content
+
+
+def written_blobs(
+    objects: Path | None, index: bytes | None, id_bytes: int, paths: list[str]
+) -> dict[str, bytes]:
+    """Those of PATHS whose stage-0 entry in INDEX (a scratch index file's bytes) names a
+    loose blob of OBJECTS (its private objects), with that blob's content: what
+    `cat-file blob :PATH` would answer. The others (an upstream blob, no entry, an index this
+    does not read) are left to git."""
+    if objects is None or not paths:
+        return {}
+    ids = entry_ids(index, id_bytes) or {}
+    found = {}
+    for path in paths:
+        if (blob := ids.get(path)) and (content := loose_blob(objects, blob)) is not None:
+            found[path] = content
+    return found

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from patchkeeper.install.plumbing import git
+from patchkeeper.install.plumbing.loose_objects import written_blobs
 from patchkeeper.install.plumbing.mode_check import mode_refusal
 from patchkeeper.install.system.temp_folders import (
     new_folder,
@@ -150,18 +151,18 @@ class ScratchIndex:
         return proc.stdout if proc.returncode == 0 else None
 
     def read_files(self, paths: list[str]) -> dict[str, bytes]:
-        """The content this index holds for each of PATHS (those it holds), in one process."""
-        if len(paths) < 2 or any("\n" in path for path in paths):
-            return {p: data for p in paths if (data := self.read_file(p)) is not None}
-        found = self.read_blobs([f":{path}" for path in paths])
-        return {path: found[f":{path}"] for path in paths if f":{path}" in found}
+        """The content this index holds for each of PATHS (those it holds), in one process at
+        most; none for the blobs git wrote into the private objects (`written_blobs`)."""
+        found = written_blobs(self.objects, self.save()[0], self.id_bytes, paths)
+        found.update(_read_by_git(self, [path for path in paths if path not in found]))
+        return {path: found[path] for path in paths if path in found}
 
     def read_blobs(self, names: list[str], missing: set[str] | None = None) -> dict[str, bytes]:
         """The content of each of NAMES (a blob id, or `:PATH` of this index; no newline in
         any) that names a blob here, in one `cat-file --batch`; no object's names: MISSING."""
         query = "".join(f"{name}\n" for name in names).encode(errors="surrogateescape")
         output = self._git(["cat-file", "--batch"], stdin=query).stdout
-        return _blobs_in(output, names, self.repo, set() if missing is None else missing)
+        return git.batch_blobs(output, names, self.repo, set() if missing is None else missing)
 
     def write_tree(self) -> str:
         if self._tree is None:
@@ -224,6 +225,14 @@ class ScratchIndex:
         return self._git(args).stdout
 
 
+def _read_by_git(index: ScratchIndex, paths: list[str]) -> dict[str, bytes]:
+    """The content INDEX holds for each of PATHS (those it holds), in one process."""
+    if len(paths) < 2 or any("\n" in path for path in paths):
+        return {p: data for p in paths if (data := index.read_file(p)) is not None}
+    found = index.read_blobs([f":{path}" for path in paths])
+    return {path: found[f":{path}"] for path in paths if f":{path}" in found}
+
+
 def index_entries(index: ScratchIndex) -> dict[str, tuple[str, str]]:
     """Every entry of INDEX: path -> (mode, blob id), one `ls-files -s`."""
     found: dict[str, tuple[str, str]] = {}
@@ -233,25 +242,6 @@ def index_entries(index: ScratchIndex) -> dict[str, tuple[str, str]]:
             info, _, name = record.partition(b"\t")
             mode, sha, _ = info.decode().split(" ")
             found[name.decode(errors="surrogateescape")] = (mode, sha)
-    return found
-
-
-def _blobs_in(output: bytes, names: list[str], repo: Path, missing: set[str]) -> dict[str, bytes]:
-    """`cat-file --batch` OUTPUT for NAMES, asked in that order -> name: content, for the
-    names that are blobs (those no object matches go into MISSING)."""
-    found: dict[str, bytes] = {}
-    position = 0
-    for name in names:
-        header, position = git.batch_record(output, position, repo)
-        if header.endswith((b" missing", b" ambiguous")):
-            if header.endswith(b" missing"):
-                missing.add(name)
-            continue  # not here (a `:PATH` this index holds no entry for)
-        _, kind, size = header.split(b" ")
-        content = git.batch_content(output, position, int(size), repo)
-        if kind == b"blob":
-            found[name] = content
-        position += int(size) + 1
     return found
 
 
