@@ -115,6 +115,33 @@ def run_json(*args: str | Path) -> tuple[int, dict[str, Any]]:
     return proc.returncode, json.loads(proc.stdout)
 
 
+def numbered_lines(changes: dict[int, str], count: int = 30) -> str:
+    """The text "line 0" to "line COUNT-1", one a line, with the lines CHANGES names replaced."""
+    return "".join(f"{changes.get(n, f'line {n}')}\n" for n in range(count))
+
+
+def traced_check(
+    repo: Path, patches: Path, trace: Path
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """`check --ref HEAD --json` of PATCHES on REPO in a process of its own, with git's trace
+    written to TRACE: the finished process, and the git commands it started in order (the
+    words after `git`, such as "apply --cached --check")."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchkeeper", "check", "--ref", "HEAD", "--json",
+         "--install", str(repo), "--patches", str(patches)],
+        capture_output=True, text=True, check=False,
+        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
+    )  # fmt: skip
+    return proc, traced_git_commands(trace)
+
+
+def traced_git_commands(trace: Path) -> list[str]:
+    """The git commands a GIT_TRACE file says were started, in order (the words after `git`)."""
+    said = trace.read_text().splitlines() if trace.exists() else []
+    marker = "trace: built-in: git "
+    return [line.split(marker, 1)[1] for line in said if marker in line]
+
+
 def outcomes(document: dict[str, Any]) -> dict[str, str]:
     return {p["name"]: p["outcome"] for p in document["patches"]}
 

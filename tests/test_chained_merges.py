@@ -13,32 +13,37 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from helpers import GIT_ID, commit_files, diff_of, make_repo, patch_text, write_patch_set
+from helpers import (
+    commit_files,
+    diff_of,
+    make_repo,
+    numbered_lines,
+    patch_text,
+    traced_check,
+    write_patch_set,
+)
 
 from patchkeeper.install.plumbing.loose_objects import written_blob
-
-LINES = [f"line {n}" for n in range(30)]
-
-
-def _text(changes: dict[int, str]) -> str:
-    return "\n".join(changes.get(n, line) for n, line in enumerate(LINES)) + "\n"
 
 
 def chained_world(tmp_path: Path, files: list[str]) -> tuple[Path, Path]:
     """Two patches per file of FILES, the second made on the first's result (its `index`
     line names the first's postimage, a blob only the maintainer's repository holds);
     upstream rewrites the line both change, so all of them fail forward."""
-    maintainer = make_repo(tmp_path / "maintainer", dict.fromkeys(files, _text({})))
+    maintainer = make_repo(tmp_path / "maintainer", dict.fromkeys(files, numbered_lines({})))
     first, second = {}, {}
     for name in files:
-        first[name] = diff_of(maintainer, {name: _text({5: "line 5 fixed"})})
-        commit_files(maintainer, {name: _text({5: "line 5 fixed"})}, f"first fix of {name}")
-        second[name] = diff_of(maintainer, {name: _text({5: "line 5 fixed", 6: "line 6 too"})})
-    repo = make_repo(tmp_path / "repo", dict.fromkeys(files, _text({})))
-    commit_files(repo, dict.fromkeys(files, _text({5: "line 5 upstream"})), "upstream")
+        first[name] = diff_of(maintainer, {name: numbered_lines({5: "line 5 fixed"})})
+        commit_files(
+            maintainer, {name: numbered_lines({5: "line 5 fixed"})}, f"first fix of {name}"
+        )
+        second[name] = diff_of(
+            maintainer, {name: numbered_lines({5: "line 5 fixed", 6: "line 6 too"})}
+        )
+    repo = make_repo(tmp_path / "repo", dict.fromkeys(files, numbered_lines({})))
+    commit_files(repo, dict.fromkeys(files, numbered_lines({5: "line 5 upstream"})), "upstream")
     patches = {}
     for name in files:
         stem = name.split(".")[0]
@@ -48,15 +53,8 @@ def chained_world(tmp_path: Path, files: list[str]) -> tuple[Path, Path]:
 
 
 def check(repo: Path, patches: Path, trace: Path) -> tuple[dict, list[str]]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "patchkeeper", "check", "--ref", "HEAD", "--json",
-         "--install", str(repo), "--patches", str(patches)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
-    )  # fmt: skip
+    proc, started = traced_check(repo, patches, trace)
     assert proc.returncode == 3, proc.stderr
-    started = [line.split("trace: built-in: git ", 1)[1] for line in trace.read_text().splitlines()
-               if "trace: built-in: git " in line]  # fmt: skip
     return json.loads(proc.stdout), started
 
 

@@ -5,12 +5,16 @@ lines that differ."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from helpers import GIT_ID, commit_files, diff_of, make_repo, patch_text, write_patch_set
+from helpers import (
+    commit_files,
+    diff_of,
+    make_repo,
+    patch_text,
+    traced_check,
+    write_patch_set,
+)
 
 
 def world(tmp_path: Path, hunks: int) -> tuple[Path, Path]:
@@ -24,15 +28,9 @@ def world(tmp_path: Path, hunks: int) -> tuple[Path, Path]:
 
 
 def check(repo: Path, patches: Path, trace: Path) -> tuple[dict, int]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "patchkeeper", "check", "--ref", "HEAD", "--json",
-         "--install", str(repo), "--patches", str(patches)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
-    )  # fmt: skip
+    proc, started = traced_check(repo, patches, trace)
     assert proc.returncode == 3, proc.stderr
-    started = sum(1 for line in trace.read_text().splitlines() if "trace: built-in:" in line)
-    return json.loads(proc.stdout), started
+    return json.loads(proc.stdout), len(started)
 
 
 def test_git_processes_do_not_grow_with_conflicting_hunks(tmp_path: Path) -> None:

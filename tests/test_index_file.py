@@ -4,13 +4,19 @@ after a moved patch in one process."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import GIT_ID, commit_files, diff_of, git, make_repo, patch_text, write_patch_set
+from helpers import (
+    commit_files,
+    diff_of,
+    git,
+    make_repo,
+    patch_text,
+    traced_check,
+    write_patch_set,
+)
 
 from patchkeeper.install.plumbing.index_file import entry_ids
 
@@ -69,19 +75,8 @@ def test_a_moved_patch_is_guarded_with_one_read(tmp_path: Path) -> None:
     diff = diff_of(repo, {"f.txt": text.replace("line 20\n", "line 20 fixed\n")})
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(diff)})
     commit_files(repo, {"f.txt": "new 1\nnew 2\nnew 3\n" + text}, "upstream adds lines on top")
-    trace = tmp_path / "trace"
-    proc = subprocess.run(
-        [sys.executable, "-m", "patchkeeper", "check", "--ref", "HEAD", "--json",
-         "--install", str(repo), "--patches", str(patches)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
-    )  # fmt: skip
+    proc, commands = traced_check(repo, patches, tmp_path / "trace")
     assert proc.returncode == 0, proc.stderr
     assert '"outcome": "applied-offset"' in proc.stdout
-    commands = [
-        line.split("trace: built-in: git ", 1)[1]
-        for line in trace.read_text().splitlines()
-        if "trace: built-in: git " in line
-    ]
     reads = [c for c in commands if c.startswith("cat-file") and "--batch-check" not in c]
     assert reads == ["cat-file --batch"], commands  # main: `cat-file blob :f.txt` twice

@@ -13,23 +13,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-from helpers import GIT_ID, commit_files, diff_of, make_repo, patch_text, write_patch_set
+from helpers import (
+    commit_files,
+    diff_of,
+    make_repo,
+    numbered_lines,
+    patch_text,
+    traced_check,
+    traced_git_commands,
+    write_patch_set,
+)
 
 from patchkeeper.install.plumbing.loose_objects import loose_blob
-
-LINES = [f"line {n}" for n in range(30)]
-
-
-def _text(changes: dict[int, str]) -> str:
-    return "\n".join(changes.get(n, line) for n, line in enumerate(LINES)) + "\n"
-
-
-def _started(trace: Path) -> list[str]:
-    said = trace.read_text().splitlines() if trace.exists() else []
-    return [line.split("trace: built-in: git ", 1)[1] for line in said if "built-in: git " in line]
 
 
 def test_a_loose_blob_reads_whole_or_not_at_all(tmp_path: Path) -> None:
@@ -61,8 +58,8 @@ def test_the_merged_file_is_read_from_the_private_objects_and_the_rest_from_git(
 ) -> None:
     from patchkeeper.install.plumbing.scratch_index import IndexFolder, open_scratch
 
-    repo = make_repo(tmp_path / "repo", {"a.txt": _text({}), "b.txt": "b\n"})
-    diff = diff_of(repo, {"a.txt": _text({5: "line 5 fixed"})}).encode()
+    repo = make_repo(tmp_path / "repo", {"a.txt": numbered_lines({}), "b.txt": "b\n"})
+    diff = diff_of(repo, {"a.txt": numbered_lines({5: "line 5 fixed"})}).encode()
     folder = IndexFolder()
     try:
         index = open_scratch(repo, folder, private_objects=True)
@@ -77,27 +74,21 @@ def test_the_merged_file_is_read_from_the_private_objects_and_the_rest_from_git(
             del os.environ["GIT_TRACE"]
     finally:
         folder.close()
-    assert alone == {"a.txt": _text({5: "line 5 fixed"}).encode()}
+    assert alone == {"a.txt": numbered_lines({5: "line 5 fixed"}).encode()}
     assert both == {"b.txt": b"b\n", "a.txt": alone["a.txt"]}
     assert list(both) == ["b.txt", "a.txt"]  # in the order asked, as git's answer was
     # a.txt never asked of git; b.txt (upstream's blob) and gone.txt in one batch
-    assert _started(trace) == ["cat-file --batch"], _started(trace)
+    assert traced_git_commands(trace) == ["cat-file --batch"], traced_git_commands(trace)
 
 
 def test_a_clean_merge_is_guarded_without_a_cat_file(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", {"f.txt": _text({})})
-    fix = diff_of(repo, {"f.txt": _text({5: "line 5 fixed"})})
-    commit_files(repo, {"f.txt": _text({7: "line 7 upstream"})}, "upstream moves on")
+    repo = make_repo(tmp_path / "repo", {"f.txt": numbered_lines({})})
+    fix = diff_of(repo, {"f.txt": numbered_lines({5: "line 5 fixed"})})
+    commit_files(repo, {"f.txt": numbered_lines({7: "line 7 upstream"})}, "upstream moves on")
     patches = write_patch_set(tmp_path / "ps", {"fix.patch": patch_text(fix)})
     trace = tmp_path / "trace"
-    proc = subprocess.run(
-        [sys.executable, "-m", "patchkeeper", "check", "--ref", "HEAD", "--json",
-         "--install", str(repo), "--patches", str(patches)],
-        capture_output=True, text=True, check=False,
-        env={**os.environ, **GIT_ID, "GIT_TRACE": str(trace)},
-    )  # fmt: skip
+    proc, started = traced_check(repo, patches, trace)
     [result] = json.loads(proc.stdout)["targets"][0]["patches"]
     assert result["outcome"] == "merged-3way", proc.stdout
-    started = _started(trace)
     merge = next(n for n, command in enumerate(started) if "--3way" in command)
     assert not [c for c in started[merge:] if c.startswith("cat-file")], started
