@@ -87,15 +87,18 @@ def loose_blob(objects: Path, blob: str) -> bytes | None:
 
 
 def written_blobs(
-    objects: Path | None, index: bytes | None, id_bytes: int, paths: list[str]
+    objects: Path | None, index_file: Path, id_bytes: int, paths: list[str]
 ) -> dict[str, bytes]:
-    """Those of PATHS whose stage-0 entry in INDEX (a scratch index file's bytes) names a
-    loose blob of OBJECTS (its private objects), with that blob's content: what
-    `cat-file blob :PATH` would answer. The others (an upstream blob, no entry, an index this
-    does not read) are left to git."""
+    """Those of PATHS whose stage-0 entry in INDEX_FILE (a scratch index) names a loose blob
+    of OBJECTS (its private objects), with that blob's content: what `cat-file blob :PATH`
+    would answer. The others (an upstream blob, no entry, an index this does not read) are
+    left to git. Without OBJECTS or PATHS the index is not read."""
     if objects is None or not paths:
         return {}
-    ids = entry_ids(index, id_bytes) or {}
+    try:
+        ids = entry_ids(index_file.read_bytes(), id_bytes) or {}
+    except OSError:  # no index yet, or unreadable: git answers
+        return {}
     found = {}
     for path in paths:
         if (blob := ids.get(path)) and (content := loose_blob(objects, blob)) is not None:

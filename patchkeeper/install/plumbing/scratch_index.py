@@ -153,7 +153,7 @@ class ScratchIndex:
     def read_files(self, paths: list[str]) -> dict[str, bytes]:
         """The content this index holds for each of PATHS (those it holds), in one process at
         most; none for the blobs git wrote into the private objects (`written_blobs`)."""
-        found = written_blobs(self.objects, self.save()[0], self.id_bytes, paths)
+        found = written_blobs(self.objects, self.index_file, self.id_bytes, paths)
         found.update(_read_by_git(self, [path for path in paths if path not in found]))
         return {path: found[path] for path in paths if path in found}
 
