@@ -19,19 +19,21 @@ repository, with `[install] version_scheme = "debian"`. Then, each the median of
   (`patch -p1 --fuzz=0 -N --dry-run`, then applied when that succeeds, going on past a
   failure), which is what `check` answers.
 
-The ratios patchkeeper / quilt and patchkeeper / GNU patch are printed per package and for
-all of them, with the number of git processes `check` ran and how many of them were
-`git apply --3way` (from GIT_TRACE, in a run of its own that is not timed), and the load
-average before and after.
+The ratios patchkeeper / quilt and patchkeeper / GNU patch are printed per package, with the
+number of git processes `check` ran and how many of them were `git apply --3way` (from
+GIT_TRACE, in a run of its own that is not timed), and the load average before and after.
 
 The three (four with `--against`) are timed interleaved, one run of each in turn, so a
-machine's load falls on all of them alike. `--against DIR` times the `check` of another
-patchkeeper checkout too (say, main's: `--against /work/main`), with its git processes and
-the ratio this one / that one. Each `check` runs the code of its checkout (this script's, or
-`--against`'s), put first on `PYTHONPATH`: never a patchkeeper installed in the
-interpreter. `--keep DIR` builds there, and a later run with the same `--keep` reuses what
-is built. Both checkouts are compiled to bytecode first (`compileall`), so no run pays for
-compiling.
+machine's load falls on all of them alike, each run's wall seconds and CPU seconds (user +
+system of every process it started, from the children's rusage) kept; a ratio is the median of
+the run-by-run ratios of one run of each (paired), in wall and in CPU. The CPU of the two loops
+is their tools' only (this script's own Python between them is no part of a loop a shell runs).
+`--against DIR` times the `check` of another patchkeeper checkout too (say, main's:
+`--against /work/main`), with its git processes and the ratio this one / that one. Each `check`
+runs the code of its checkout (this script's, or `--against`'s), put first on `PYTHONPATH`:
+never a patchkeeper installed in the interpreter. `--keep DIR` builds there, and a later run
+with the same `--keep` reuses what is built. Both checkouts are compiled to bytecode first
+(`compileall`), so no run pays for compiling.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import collections
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -258,17 +261,46 @@ def git_calls(repo: Path, patches: Path, work: Path, code: Path | None) -> tuple
     return doc, len(calls), three_way
 
 
-def interleaved(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
-    """The median seconds of each of ACTIONS, run in turn RUNS times (the order rotating)."""
-    times: dict[str, list[float]] = {name: [] for name in actions}
+@dataclass
+class Timed:
+    """One action's runs, in order: wall seconds and CPU seconds (its processes' user + system)."""
+
+    wall: list[float]
+    cpu: list[float]
+
+
+def interleaved(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, Timed]:
+    """Each of ACTIONS run in turn RUNS times (the order rotating), each run timed."""
+    times = {name: Timed([], []) for name in actions}
     names = list(actions)
     for number in range(runs):
         turn = names[number % len(names) :] + names[: number % len(names)]
         for name in turn:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             actions[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(found) for name, found in times.items()}
+            times[name].wall.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            times[name].cpu.append(
+                after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            )
+    return times
+
+
+def seconds(timed: Timed) -> str:
+    """The median wall and CPU seconds of TIMED's runs."""
+    return f"{statistics.median(timed.wall):>5.2f} {statistics.median(timed.cpu):>5.2f}"
+
+
+def paired(a: list[float], b: list[float]) -> float:
+    """The median of A / B run by run (run k of each: the same minutes of the machine)."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
+def ratios(row: dict, name: str, of: str = "check") -> str:
+    """OF against NAME in ROW: paired wall ratio, paired CPU ratio."""
+    a, b = row[of], row[name]
+    return f"{paired(a.wall, b.wall):>5.2f}x {paired(a.cpu, b.cpu):>5.2f}x"
 
 
 def measure(
@@ -336,7 +368,6 @@ def main() -> None:
             run([sys.executable, "-m", "compileall", "-q", str(checkout / "patchkeeper")], checkout)
     work = options.keep or Path(tempfile.mkdtemp(prefix="bench-series-"))
     totals: collections.Counter[str] = collections.Counter()
-    seconds: collections.Counter[str] = collections.Counter()
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min) at start")
     print(f"{'package':<12} {'patches':>7} {'releases':<24} outcomes (all releases)")
     rows = []
@@ -352,27 +383,18 @@ def main() -> None:
         if row is not None:
             rows.append(row)
             totals.update(outcomes)
-            seconds.update({k: row[k] for k in ("check", "quilt", "each", "other") if k in row})
     print()
-    print(f"medians of {options.runs} interleaved runs, seconds")
-    other = " against   ratio  git" if options.against else ""
-    print(f"{'package':<12} {'check':>6} {'push -a':>8} {'ratio':>6} {'patch each':>10} "
-          f"{'ratio':>6} {'git':>5} {'3way':>5}{other}  GNU patch fuzz 0")  # fmt: skip
+    print(f"{options.runs} interleaved runs: medians in seconds (wall, cpu); ratios are check's,")
+    print("the median of the run-by-run ratios (wall, cpu)")
+    other = f" {'against':>11} {'ratio':>13}" if options.against else ""
+    print(f"{'package':<12} {'check':>11} {'push -a':>11} {'ratio':>13} {'patch each':>11} "
+          f"{'ratio':>13} {'git':>4} {'3way':>4}{other}  GNU patch fuzz 0")  # fmt: skip
     for row in rows:
-        pk = row["check"]
-        tail = ""
-        if options.against:
-            tail = f" {row['other']:>8.2f} {pk / row['other']:>6.2f} {row['other git']:>4}"
-        print(f"{row['package']:<12} {pk:>6.2f} {row['quilt']:>8.2f} {pk / row['quilt']:>6.2f} "
-              f"{row['each']:>10.2f} {pk / row['each']:>6.2f} {row['git']:>5} {row['3way']:>5}"
-              f"{tail}  {row['gnu']}")  # fmt: skip
+        tail = f" {seconds(row['other'])} {ratios(row, 'other')}" if options.against else ""
+        print(f"{row['package']:<12} {seconds(row['check'])} {seconds(row['quilt'])} "
+              f"{ratios(row, 'quilt')} {seconds(row['each'])} {ratios(row, 'each')} "
+              f"{row['git']:>4} {row['3way']:>4}{tail}  {row['gnu']}")  # fmt: skip
     if rows:
-        pk = seconds["check"]
-        tail = ""
-        if options.against:
-            tail = f" {seconds['other']:>8.2f} {pk / seconds['other']:>6.2f}"
-        print(f"{'all':<12} {pk:>6.2f} {seconds['quilt']:>8.2f} {pk / seconds['quilt']:>6.2f} "
-              f"{seconds['each']:>10.2f} {pk / seconds['each']:>6.2f} {'':>11}{tail}")  # fmt: skip
         print("outcomes, all packages:", dict(sorted(totals.items())))
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1, 5 min) at end")
     if options.keep is None:
