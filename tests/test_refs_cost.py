@@ -152,6 +152,36 @@ def test_tags_are_resolved_by_the_listing_that_chose_them(tmp_path: Path) -> Non
     assert both.count("cat-file") == 1 and len(document["targets"]) == SAME_TAGS + 2
 
 
+def test_a_listed_tag_is_judged_at_the_version_of_the_commit_the_listing_chose(
+    tmp_path: Path,
+) -> None:
+    """A tag whose short name git reads as another ref (`tags/v1.0` is refs/tags/v1.0 to
+    `git describe tags/v1.0`, not refs/tags/tags/v1.0) is judged on the commit --tags listed
+    and at that commit's version: never one commit's tree at another commit's version."""
+    before = "".join(f"line {n}\n" for n in range(30))
+    repo = make_repo(tmp_path / "repo", {"f.txt": before}, tag="v1.0")
+    old = diff_of(repo, {"f.txt": before.replace("line 5\n", "line 5 fixed\n")})
+    after = before.replace("line 4\n", "line 4 in 2.0\n").replace("line 6\n", "line 6 in 2.0\n")
+    (repo / "f.txt").write_text(after)
+    git(repo, "commit", "-q", "-am", "2.0")
+    git(repo, "tag", "-a", "-m", "2.0", "v2.0")
+    git(repo, "tag", "tags/v1.0")  # on 2.0's commit
+    new = diff_of(repo, {"f.txt": after.replace("line 5\n", "line 5 fixed\n")})
+    root = tmp_path / "ps"
+    (root / "fix").mkdir(parents=True)
+    (root / "fix" / "old.patch").write_text(patch_text(old, applies_to="<2.0"))
+    (root / "fix" / "new.patch").write_text(patch_text(new, applies_to=">=2.0"))
+    (root / "series").write_text("fix\n")
+    code, document = run_json("check", "--install", repo, "--patches", root, "--tags", "tags/*")
+    [target] = document["targets"]
+    assert target["commit"] == git(repo, "rev-parse", "refs/tags/tags/v1.0")
+    assert target["version"] == "2.0"  # git describe of that commit: v2.0 (was 1.0: v1.0's)
+    assert [(p["outcome"], p["variant"]) for p in target["patches"]] == [
+        ("applied", "fix/new.patch")
+    ]
+    assert code == 0  # was 3: the <2.0 variant tried on 2.0's tree, a conflict
+
+
 def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -121,9 +121,11 @@ def check_refs(
     if settings is None:
         settings = Settings(None, repo, version_scheme=patch_set.scheme)
         settings = replace(settings, tags=TagNames(None, patch_set.scheme))
-    # A chain of describe alone reads refs, not files: asked beside the lookup.
+    # A chain of describe alone reads refs, not files: asked beside the lookup. A listed tag
+    # is described by the commit the listing found: its name may read as another ref to git.
     only_describe = all(isinstance(s, DescribeSource) for s in settings.version_sources)
-    described = meanwhile(ref_versions, repo, refs, settings) if only_describe else None
+    named = [known[ref][0] if known and ref in known else ref for ref in refs]
+    described = meanwhile(ref_versions, repo, named, settings) if only_describe else None
     commits, trees = resolve(repo, refs, known)
     versions = described() if described else ref_versions(repo, commits, settings)
     variants = [v for p in patch_set.patches for v in p.variants]
