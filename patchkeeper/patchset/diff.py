@@ -67,7 +67,7 @@ def _diff_paths(
         if unsafe:
             problems.append(Problem(path, where(offset), f"{target!r}: {unsafe}"))
     for source, target in sections:
-        for name in {source, target}:
+        for name in (source, target):  # in the diff's order (a set's follows PYTHONHASHSEED)
             clean = diff_path(name)
             if clean != "/dev/null" and clean not in touched:
                 touched.append(clean)
