@@ -182,6 +182,31 @@ def test_a_listed_tag_is_judged_at_the_version_of_the_commit_the_listing_chose(
     assert code == 0  # was 3: the <2.0 variant tried on 2.0's tree, a conflict
 
 
+def test_a_tag_of_a_tag_is_checked_at_its_commit_not_left_out(tmp_path: Path) -> None:
+    """`git tag -a v3.0 v2.0` on an annotated v2.0 names a tag object, whose own target
+    for-each-ref's one level of peeling does not reach: such a release is checked at the
+    commit it ends at (it was quietly left out of --tags), a tag ending at a tree is not."""
+    before = "".join(f"line {n}\n" for n in range(30))
+    repo = make_repo(tmp_path / "repo", {"f.txt": before}, tag="v1.0")
+    fix = diff_of(repo, {"f.txt": before.replace("line 5\n", "line 5 fixed\n")})
+    git(repo, "tag", "-a", "-m", "2.0", "v2.0")
+    git(repo, "tag", "-a", "-m", "again", "v3.0", "v2.0")  # a tag of a tag of a commit
+    git(repo, "tag", "-a", "-m", "deeper", "v4.0", "v3.0")
+    git(repo, "tag", "-a", "-m", "a tree", "v5.0", "HEAD^{tree}")
+    git(repo, "tag", "-a", "-m", "of a tree", "v6.0", "v5.0")
+    root = tmp_path / "ps"
+    root.mkdir()
+    (root / "fix.patch").write_text(patch_text(fix))
+    (root / "series").write_text("fix.patch\n")
+    code, document = run_json("check", "--install", repo, "--patches", root, "--tags", "v*")
+    commit = git(repo, "rev-parse", "HEAD")
+    assert [(t["ref"], t["commit"]) for t in document["targets"]] == [
+        (name, commit) for name in ("v1.0", "v2.0", "v3.0", "v4.0")
+    ]
+    assert {p["outcome"] for t in document["targets"] for p in t["patches"]} == {"applied"}
+    assert code == 0
+
+
 def test_check_json_is_made_by_the_c_encoder_and_each_shared_result_list_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,17 +38,40 @@ def select_tags(
     listing = git.out(["for-each-ref", f"--format={fields} %(refname:strip=2)", "refs/tags/"], repo)
     tags = []
     objects: dict[str, tuple[str, str]] = {}
+    nested: list[str] = []  # a tag of a tag: the listing peels one level only
     for line in listing.splitlines():
         *named, name = line.split(" ", 6)
+        if globs and not any(fnmatch.fnmatchcase(name, glob) for glob in globs):
+            continue
         kind, commit, tree = named[:3] if named[0] == "commit" else named[3:]
-        if kind != "commit":
-            continue  # a tag of a tree or a blob: no release to check
-        if not globs or any(fnmatch.fnmatchcase(name, glob) for glob in globs):
+        if kind == "tag":
+            nested.append(name)
+        elif kind == "commit":  # not a tag of a tree or a blob: no release to check there
             tags.append(name)
             objects[name] = (commit, tree)
+    for name, (commit, tree) in _peeled(repo, nested).items():
+        tags.append(name)
+        objects[name] = (commit, tree)
     versions = {tag: names.version(tag) for tag in tags}
     unknown = sorted(t for t in tags if versions[t] is None)
     if since is not None:
         tags = [t for t in tags if (v := versions[t]) is not None and v >= since]
     ordered = sorted(tags, key=lambda t: (versions[t] is None, versions[t] or Version("0"), t))
     return TagSelection(ordered, unknown, {tag: objects[tag] for tag in ordered})
+
+
+def _peeled(repo: Path, names: list[str]) -> dict[str, tuple[str, str]]:
+    """The commit and tree of each of the tags NAMES (tags of tags) that ends at a commit, in
+    one `cat-file` (none for no name): what the listing's one level of peeling left to ask."""
+    if not names:
+        return {}
+    asked = "".join(f"refs/tags/{name}^{{}}\nrefs/tags/{name}^{{tree}}\n" for name in names)
+    answers = git.out(
+        ["cat-file", "--batch-check=%(objecttype) %(objectname)"], repo, stdin=asked.encode()
+    ).splitlines()
+    peeled = {}
+    for name, target, root in zip(names, answers[::2], answers[1::2], strict=True):
+        kind, commit = target.split(" ")[:2]  # "NAME^{} missing" for a tag that cannot peel
+        if kind == "commit":
+            peeled[name] = (commit, root.split(" ")[1])
+    return peeled
