@@ -1,0 +1,192 @@
+"""A variant `check` has not chosen yet, read from its head's bytes alone, when those bytes
+prove what the strict reading (`parse.parse_data`) would say of them; otherwise not at all.
+
+A set of variants is mostly variants no version of a check chooses: 30 per fix, one chosen.
+What `check` asks of one it does not choose is its range and a few plain facts (`Applies-To`,
+`Upstream-Fixed-In`, `Upstream-Has`, `Choose`, `Smoke`, whether it is `invalid`). `quick_read`
+answers them with two searches of the head's bytes and the very functions, cached by value,
+the strict reading turns those fields' values with, and makes no Header, no Path and no
+fields dict: a `HeadOnly` makes them, by the strict reading of the same bytes, when first
+asked (`lint`, a message naming the file, the chosen variant's own reading).
+
+It accepts only a head on which the strict reading has no problem and reads each of those
+facts as it does; on anything else it declines (None) and the variant is read as before.
+The predicate, on the head up to the line where its diff starts (`headers._DIFF_START_RE`):
+ASCII (so valid UTF-8, and no Unicode space or case folding for a field name to hide
+behind), no CR, no mbox `From ` line; every line written like one of our own fields
+(`headers._OWN_LOOKALIKE_RE`: any case, spaces, `_` or `-`) is one of `Applies-To`,
+`Upstream-Fixed-In`, `Smoke`, `Choose`, written exactly as its name and a colon in column 0,
+stands before the header ends (a `---` line, quilt's `Index:`, the diff), is not folded
+(the next line does not start with a space or a tab), appears once, and holds a value the
+strict reading takes (not a bare `//...` URL, a range `fields._specifier_set` accepts, a
+`Smoke` and a `Choose` with nothing wrong). The version scheme must be PEP 440 (no
+conversion). tests/test_head_only.py holds every acceptance to the strict reading.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import stat
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from patchkeeper.patchset.fields import _specifier_set
+from patchkeeper.patchset.headers import _DIFF_START_RE, Header
+from patchkeeper.patchset.model import PatchFile
+from patchkeeper.patchset.parse import MAX_PATCH_BYTES, _choice, _smoke_field, parse_data
+from patchkeeper.patchset.versions import PEP440, VersionScheme
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+HEAD = 4096  # the first read of a variant not chosen yet: its header, in nearly every file
+
+# What `\s` is to the strict reading's str patterns in ASCII text, but the line's end: the
+# bytes `\s` leaves out \x1c-\x1f, and a field's line ends at its "\n".
+_SPACE = rb"[\t\x0b\x0c\x1c-\x1f\r ]*"
+_GAP = rb"[\t\x0b\x0c\x1c-\x1f\r _-]*"  # `[\s_-]*`, between the words of a name
+_OWN_NAME = rb"|".join(
+    _GAP.join(words)
+    for words in (
+        (rb"applies", rb"to"), (rb"upstream", rb"fixed", rb"in"), (rb"upstream", rb"has"),
+        (rb"base",), (rb"smoke",), (rb"choose",),
+    )
+)  # fmt: skip
+# In a head before its diff, in order: where the strict reading's header ends before the
+# diff (group 1: a `---` line, quilt's `Index:` and `====`), and every line it finds written
+# like one of our own fields (`headers._OWN_LOOKALIKE_RE`; group 2: the line, group 3: the
+# start of a next line that would fold into it).
+_HEAD_LINE_RE = re.compile(
+    rb"^(?:(---$|Index: [^\n]*\n====)|(?i:(" + _SPACE + rb"(?:" + _OWN_NAME + rb")" + _SPACE
+    + rb":[^\n]*))(\n[ \t])?)",
+    re.MULTILINE,
+)  # fmt: skip
+_ACCEPTED = frozenset({"applies-to", "upstream-fixed-in", "smoke", "choose"})
+_NO_SMOKE = ((), None)  # what `_smoke_field` says of no `Smoke:`: no check, no reason
+
+
+def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
+    """The variant at TEXT (its path as text), read as the strict reading would read it
+    without its diff, from its first bytes alone; None when they are not a head it can prove
+    that of (see the module's docstring), or the file is not one to read so."""
+    if scheme is not PEP440 or (read := _head(text)) is None:
+        return None
+    head, start = read
+    if not head.isascii() or b"\r" in head or head.startswith(b"From "):
+        return None
+    found: dict[str, Any] = {}
+    stopped = False
+    for stop, line, fold in _HEAD_LINE_RE.findall(head, 0, start):
+        if stop:
+            stopped = True
+            continue
+        if stopped or fold or (own := _own_field(line)) is None or own[0] in found:
+            return None
+        found[own[0]] = own[1]
+    smoke, unchecked = found.get("smoke", _NO_SMOKE)
+    applies_to, fixed_in = found.get("applies-to"), found.get("upstream-fixed-in")
+    return HeadOnly.made(text, head, applies_to, fixed_in, smoke, unchecked, "choose" in found)
+
+
+def _head(text: str) -> tuple[bytes, int] | None:
+    """The bytes of the file at TEXT up to the end of the line that starts its diff, and
+    where that line starts; None when the file is no regular file within the size a patch
+    file may have, or its diff does not start in its first HEAD bytes (then the loader reads
+    it as before, and says why it cannot be read, if it cannot)."""
+    try:
+        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PATCH_BYTES:
+            return None
+        data = os.read(fd, HEAD)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    match = _DIFF_START_RE.search(data)
+    return None if match is None else (data[: match.end()], match.start())
+
+
+@functools.lru_cache(maxsize=4096)
+def _own_field(line: bytes) -> tuple[str, Any] | None:
+    """LINE, written like one of our fields, as the strict reading reads it: the field's key
+    and its value turned as it turns it (a range; a Smoke's checks and reason; whether
+    `Choose` says by content), or None unless it is a field we accept, with nothing wrong.
+    Asked once per distinct line: a set's variants repeat a few."""
+    name, _, rest = line.partition(b":")
+    key = name.decode("ascii").lower()
+    value = rest.decode("ascii").lstrip(" \t")
+    if key not in _ACCEPTED or value.startswith("//"):  # `//`: read as text, not our field
+        return None
+    value = value.strip()
+    if key == "smoke":
+        names, unchecked, wrong = _smoke_field(value)
+        return None if wrong else (key, (names, unchecked))
+    if key == "choose":
+        return (key, True) if _choice(value) == (True, None) else None
+    spec = _specifier_set(key, value)[0]
+    return None if spec is None else (key, spec)
+
+
+class HeadOnly(PatchFile):
+    """A variant read by `quick_read`: its range, smoke and choice as the strict reading
+    reads them, its diff not read (as any variant `check` has not chosen); its Path, fields,
+    Header and warnings made by the strict reading of the same head when first asked."""
+
+    # What the strict reading says of every head `quick_read` accepts (class attributes: a
+    # variant made holds only its own few).
+    diff = b""
+    files = ()
+    upstream_has = ()
+    empty = False
+    invalid = None
+
+    @classmethod
+    def made(
+        cls,
+        text: str,
+        head: bytes,
+        applies_to: SpecifierSet | None,
+        fixed_in: SpecifierSet | None,
+        smoke: tuple[str, ...],
+        unchecked: str | None,
+        by_content: bool,
+    ) -> HeadOnly:
+        """The variant at TEXT, whose HEAD says the rest; without PatchFile's `__init__`,
+        whose every field but these few is the strict reading's, asked later if at all."""
+        made = object.__new__(cls)
+        made.__dict__.update(
+            _text=text, source=head, applies_to=applies_to, upstream_fixed_in=fixed_in,
+            smoke=smoke, unchecked=unchecked, by_content=by_content,
+        )  # fmt: skip
+        return made
+
+    @cached_property
+    def path(self) -> Path:  # type: ignore[override]
+        return Path(self.__dict__["_text"])
+
+    @cached_property
+    def _strict(self) -> PatchFile:
+        """The strict reading of the same head (what every variant was before `quick_read`)."""
+        parsed, problems = parse_data(self.path, self.source, False, PEP440, diff=False)
+        if parsed is None or problems:  # quick_read accepts no such head: a bug, said so
+            raise AssertionError(f"{self.path}: read quickly, but not by the strict reading")
+        return parsed
+
+    @cached_property
+    def fields(self) -> dict[str, str]:  # type: ignore[override]
+        return self._strict.fields
+
+    @cached_property
+    def header(self) -> Header:  # type: ignore[override]
+        return self._strict.header
+
+    @cached_property
+    def warnings(self) -> tuple:  # type: ignore[override]
+        return self._strict.warnings
