@@ -31,16 +31,13 @@ import re
 import stat
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from patchkeeper.patchset.fields import _specifier_set
-from patchkeeper.patchset.headers import _DIFF_START_RE, Header
+from patchkeeper.patchset.headers import Header
 from patchkeeper.patchset.model import PatchFile
 from patchkeeper.patchset.parse import MAX_PATCH_BYTES, _choice, _smoke_field, parse_data
 from patchkeeper.patchset.versions import PEP440, VersionScheme
-
-if TYPE_CHECKING:
-    from packaging.specifiers import SpecifierSet
 
 HEAD = 4096  # the first read of a variant not chosen yet: its header, in nearly every file
 
@@ -55,17 +52,22 @@ _OWN_NAME = rb"|".join(
         (rb"base",), (rb"smoke",), (rb"choose",),
     )
 )  # fmt: skip
+# The patterns below read a file's bytes with a "\n" put before them, so that every line
+# starts after a "\n" (a literal first character: the search skips from line to line).
+# A line that starts a diff, as `headers._DIFF_START_RE` finds it.
+_DIFF_LINE_RE = re.compile(
+    rb"\n(?:diff --git |--- [^\n]*\n\+\+\+ [^\n]*\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)"
+)
 # In a head before its diff, in order: where the strict reading's header ends before the
 # diff (group 1: a `---` line, quilt's `Index:` and `====`), and every line it finds written
 # like one of our own fields (`headers._OWN_LOOKALIKE_RE`; group 2: the line, group 3: the
 # start of a next line that would fold into it).
 _HEAD_LINE_RE = re.compile(
-    rb"^(?:(---$|Index: [^\n]*\n====)|(?i:(" + _SPACE + rb"(?:" + _OWN_NAME + rb")" + _SPACE
-    + rb":[^\n]*))(\n[ \t])?)",
-    re.MULTILINE,
+    rb"\n(?:(---(?=\n)|Index: [^\n]*\n====)|(?i:(" + _SPACE + rb"(?:" + _OWN_NAME + rb")"
+    + _SPACE + rb":[^\n]*))(\n[ \t])?)"
 )  # fmt: skip
 _ACCEPTED = frozenset({"applies-to", "upstream-fixed-in", "smoke", "choose"})
-_NO_SMOKE = ((), None)  # what `_smoke_field` says of no `Smoke:`: no check, no reason
+Lines = tuple[tuple[bytes, bytes, bytes], ...]  # what _HEAD_LINE_RE finds in a head
 
 
 def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
@@ -74,28 +76,18 @@ def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
     that of (see the module's docstring), or the file is not one to read so."""
     if scheme is not PEP440 or (read := _head(text)) is None:
         return None
-    head, start = read
-    if not head.isascii() or b"\r" in head or head.startswith(b"From "):
+    lined, end = read  # "\n" and the file's bytes; where its diff's line begins in them
+    if not lined.isascii() or b"\r" in lined or lined.startswith(b"\nFrom "):
         return None
-    found: dict[str, Any] = {}
-    stopped = False
-    for stop, line, fold in _HEAD_LINE_RE.findall(head, 0, start):
-        if stop:
-            stopped = True
-            continue
-        if stopped or fold or (own := _own_field(line)) is None or own[0] in found:
-            return None
-        found[own[0]] = own[1]
-    smoke, unchecked = found.get("smoke", _NO_SMOKE)
-    applies_to, fixed_in = found.get("applies-to"), found.get("upstream-fixed-in")
-    return HeadOnly.made(text, head, applies_to, fixed_in, smoke, unchecked, "choose" in found)
+    facts = _facts(tuple(_HEAD_LINE_RE.findall(lined, 0, end + 1)))
+    return None if facts is None else HeadOnly.made(text, lined[1:end], facts)
 
 
 def _head(text: str) -> tuple[bytes, int] | None:
-    """The bytes of the file at TEXT up to the end of the line that starts its diff, and
-    where that line starts; None when the file is no regular file within the size a patch
-    file may have, or its diff does not start in its first HEAD bytes (then the loader reads
-    it as before, and says why it cannot be read, if it cannot)."""
+    """ "\n" and the first HEAD bytes of the file at TEXT, and the end of the match of the line
+    that starts its diff in them (so, less one, in the file); None when the file is no regular
+    file within the size a patch file may have, or its diff does not start in those bytes
+    (then the loader reads it as before, and says why it cannot be read, if it cannot)."""
     try:
         fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -104,21 +96,40 @@ def _head(text: str) -> tuple[bytes, int] | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PATCH_BYTES:
             return None
-        data = os.read(fd, HEAD)
+        lined = b"\n" + os.read(fd, HEAD)
     except OSError:
         return None
     finally:
         os.close(fd)
-    match = _DIFF_START_RE.search(data)
-    return None if match is None else (data[: match.end()], match.start())
+    match = _DIFF_LINE_RE.search(lined)
+    return None if match is None else (lined[: match.end()], match.start())
 
 
 @functools.lru_cache(maxsize=4096)
+def _facts(lines: Lines) -> dict[str, Any] | None:
+    """What LINES, the lines of a head `_HEAD_LINE_RE` finds, say of its variant, as the
+    fields of a `HeadOnly` (None: not a head `quick_read` accepts). Asked once per distinct
+    LINES: a set's variants differ in a few (a range, a check)."""
+    found: dict[str, Any] = {}
+    stopped = False
+    for stop, line, fold in lines:
+        if stop:
+            stopped = True
+            continue
+        if stopped or fold or (own := _own_field(line)) is None or own[0] in found:
+            return None
+        found[own[0]] = own[1]
+    smoke, unchecked = found.get("smoke", ((), None))  # no Smoke: no check, no reason
+    return {
+        "applies_to": found.get("applies-to"), "upstream_fixed_in": found.get("upstream-fixed-in"),
+        "smoke": smoke, "unchecked": unchecked, "by_content": "choose" in found,
+    }  # fmt: skip
+
+
 def _own_field(line: bytes) -> tuple[str, Any] | None:
     """LINE, written like one of our fields, as the strict reading reads it: the field's key
     and its value turned as it turns it (a range; a Smoke's checks and reason; whether
-    `Choose` says by content), or None unless it is a field we accept, with nothing wrong.
-    Asked once per distinct line: a set's variants repeat a few."""
+    `Choose` says by content), or None unless it is a field we accept, with nothing wrong."""
     name, _, rest = line.partition(b":")
     key = name.decode("ascii").lower()
     value = rest.decode("ascii").lstrip(" \t")
@@ -148,23 +159,11 @@ class HeadOnly(PatchFile):
     invalid = None
 
     @classmethod
-    def made(
-        cls,
-        text: str,
-        head: bytes,
-        applies_to: SpecifierSet | None,
-        fixed_in: SpecifierSet | None,
-        smoke: tuple[str, ...],
-        unchecked: str | None,
-        by_content: bool,
-    ) -> HeadOnly:
-        """The variant at TEXT, whose HEAD says the rest; without PatchFile's `__init__`,
-        whose every field but these few is the strict reading's, asked later if at all."""
+    def made(cls, text: str, head: bytes, facts: dict[str, Any]) -> HeadOnly:
+        """The variant at TEXT, whose HEAD says FACTS (`_facts`); without PatchFile's
+        `__init__`, whose every other field is the strict reading's, asked later if at all."""
         made = object.__new__(cls)
-        made.__dict__.update(
-            _text=text, source=head, applies_to=applies_to, upstream_fixed_in=fixed_in,
-            smoke=smoke, unchecked=unchecked, by_content=by_content,
-        )  # fmt: skip
+        made.__dict__.update(facts, _text=text, source=head)
         return made
 
     @cached_property
