@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from patchkeeper.model.problems import Problem
@@ -132,9 +133,22 @@ class RealPaths:
 
     def _folder(self, folder: str) -> str | None:
         if folder not in self._folders:
-            real = _resolved(Path(folder))
-            self._folders[folder] = None if real is None else str(real)
+            self._folders[folder] = self._real_folder(folder)
         return self._folders[folder]
+
+    def _real_folder(self, folder: str) -> str | None:
+        """FOLDER's real path: its parent's and its own name when it is no symlink (one
+        `lstat`: a set's folders of variants share their parent), else resolved whole."""
+        parent, _, name = folder.rstrip("/").rpartition("/")
+        if parent and name not in (".", ".."):
+            try:
+                plain = not stat.S_ISLNK(os.lstat(folder).st_mode)
+            except OSError:
+                plain = False
+            if plain and (above := self._folder(parent)) is not None:
+                return above.rstrip("/") + "/" + name
+        real = _resolved(Path(folder))
+        return None if real is None else str(real)
 
     def _real(self, text: str) -> str | None:
         path = Path(text)
@@ -211,14 +225,9 @@ def _patch_files(folder: str) -> list[tuple[str, bool]]:
         return sorted(
             (e.name, e.is_symlink())
             for e in found
-            if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()
+            # `Path(name).suffix` is one of them: the name ends so and is more than that
+            if e.name.endswith(PATCH_SUFFIXES) and e.name not in PATCH_SUFFIXES and not e.is_dir()
         )
-
-
-def _suffix(name: str) -> str:
-    """What `Path(name).suffix` is, without a Path."""
-    dot = name.rfind(".")
-    return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
 def patch_files_on_disk(root: Path, real: RealPaths) -> set[str]:
