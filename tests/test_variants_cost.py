@@ -1,7 +1,9 @@
 """What a variant `check` does not choose costs, counted (never timed; issue 30).
 
 - A header line the variants of a set share (a fix's Description, its Smoke, a range) is
-  read once, however many variants carry it.
+  read once by the strict reading (every command but `check`, which reads the variants it
+  does not choose from their heads' bytes: tests/test_head_only.py), however many variants
+  carry it.
 - A range many variants share is bounded once when a version chooses among them.
 - PatchFile and Header write their fields in one update (their frozen dataclass's own
   `__init__` sets each through `object.__setattr__`): the hand-written `__init__` takes
@@ -48,7 +50,7 @@ def _set(tmp_path: Path) -> Path:
 def test_a_header_line_the_variants_share_is_read_once(tmp_path: Path) -> None:
     root = _set(tmp_path)
     headers._short_line_facts.cache_clear()
-    patch_set = load_patch_set(root, deferred=True)
+    patch_set = load_patch_set(root)
     distinct = FIXES + 1 + VARIANTS  # the Descriptions, the one Smoke line, the ranges
     assert headers._short_line_facts.cache_info().misses == distinct
     chosen = [p.select(Version("7.5")) for p in patch_set.patches]

@@ -76,11 +76,11 @@ def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
     that of (see the module's docstring), or the file is not one to read so."""
     if scheme is not PEP440 or (read := _head(text)) is None:
         return None
-    lined, end = read  # "\n" and the file's bytes; where its diff's line begins in them
+    lined, end = read  # "\n" and the head's bytes; where its diff's line begins in the head
     if not lined.isascii() or b"\r" in lined or lined.startswith(b"\nFrom "):
         return None
     facts = _facts(tuple(_HEAD_LINE_RE.findall(lined, 0, end + 1)))
-    return None if facts is None else HeadOnly.made(text, lined[1:end], facts)
+    return None if facts is None else HeadOnly.made(text, lined[1:], facts)
 
 
 def _head(text: str) -> tuple[bytes, int] | None:
