@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from patchkeeper.patchset.model import PatchFile
 from patchkeeper.patchset.parse import MAX_PATCH_BYTES, parse_data
 from patchkeeper.patchset.userfiles import read_user_file_head
 from patchkeeper.patchset.versions import PEP440, SCHEMES
-from tests.helpers import diff_of, make_repo, outcomes, patch_text
+from tests.helpers import diff_of, make_repo, patch_text
 
 REPO = Path(__file__).resolve().parent.parent
 GIT_DIFF = (
@@ -219,12 +218,13 @@ def test_check_makes_one_header_and_no_path_for_a_fix_of_30_variants(
     monkeypatch.setattr(parse, "parse_header", counted)
     with redirect_stdout(io.StringIO()) as out:
         code = check_run.run(
-            refs=("v7.5",), tag_globs=(), since=None, fetch_remote=None, output="json",
+            refs=("v7.5",), tag_globs=(), since=None, fetch_remote=None, output="text",
             junit_path=None, progress=False, install_path=repo, patches_dir=root,
             metrics_path=None,
         )  # fmt: skip
-    document = json.loads(out.getvalue())
-    assert (code, set(outcomes(document["targets"][0]).values())) == (0, {"applied"})
+    # text, not --json: test_refs_cost counts the JSON renderer where it is first imported
+    rows = [line.split() for line in out.getvalue().splitlines() if line.startswith("fix")]
+    assert (code, rows) == (0, [[f"fix{n}", "applied"] for n in range(FIXES)])
     assert sorted(p.name for p in headers_made) == ["v06.patch"] * FIXES
     patch_set = load_patch_set(root, deferred=True)
     loaded = [v for p in patch_set.patches for v in p.variants]

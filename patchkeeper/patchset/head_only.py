@@ -58,16 +58,16 @@ _OWN_NAME = rb"|".join(
 _DIFF_LINE_RE = re.compile(
     rb"\n(?:diff --git |--- [^\n]*\n\+\+\+ [^\n]*\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)"
 )
-# In a head before its diff, in order: where the strict reading's header ends before the
-# diff (group 1: a `---` line, quilt's `Index:` and `====`), and every line it finds written
-# like one of our own fields (`headers._OWN_LOOKALIKE_RE`; group 2: the line, group 3: the
-# start of a next line that would fold into it).
+# In a head before its diff, in order, each with the "\n" before it: where the strict
+# reading's header ends before the diff (a `---` line, quilt's `Index:` and `====`), and every
+# line it finds written like one of our own fields (`headers._OWN_LOOKALIKE_RE`), with the
+# start of a next line that would fold into it.
 _HEAD_LINE_RE = re.compile(
-    rb"\n(?:(---(?=\n)|Index: [^\n]*\n====)|(?i:(" + _SPACE + rb"(?:" + _OWN_NAME + rb")"
-    + _SPACE + rb":[^\n]*))(\n[ \t])?)"
+    rb"\n(?:---(?=\n)|Index: [^\n]*\n====|(?i:" + _SPACE + rb"(?:" + _OWN_NAME + rb")"
+    + _SPACE + rb":[^\n]*)(?:\n[ \t])?)"
 )  # fmt: skip
+_STOPS = (b"\n---", b"\nIndex: ")
 _ACCEPTED = frozenset({"applies-to", "upstream-fixed-in", "smoke", "choose"})
-Lines = tuple[tuple[bytes, bytes, bytes], ...]  # what _HEAD_LINE_RE finds in a head
 
 
 def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
@@ -106,17 +106,18 @@ def _head(text: str) -> tuple[bytes, int] | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _facts(lines: Lines) -> dict[str, Any] | None:
+def _facts(lines: tuple[bytes, ...]) -> dict[str, Any] | None:
     """What LINES, the lines of a head `_HEAD_LINE_RE` finds, say of its variant, as the
     fields of a `HeadOnly` (None: not a head `quick_read` accepts). Asked once per distinct
     LINES: a set's variants differ in a few (a range, a check)."""
     found: dict[str, Any] = {}
     stopped = False
-    for stop, line, fold in lines:
-        if stop:
+    for line in lines:
+        if line.startswith(_STOPS):
             stopped = True
             continue
-        if stopped or fold or (own := _own_field(line)) is None or own[0] in found:
+        folded = b"\n" in line[1:]
+        if stopped or folded or (own := _own_field(line[1:])) is None or own[0] in found:
             return None
         found[own[0]] = own[1]
     smoke, unchecked = found.get("smoke", ((), None))  # no Smoke: no check, no reason

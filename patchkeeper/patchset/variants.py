@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -224,12 +225,9 @@ class VariantChoice:
         bounds, and the highest upper bound among the first k + 1 of them. Made on the first
         version asked: a command that never chooses (`lint`) never bounds a range here."""
         all_bounds = [bounds(v.applies_to) for v in self._variants]
-        order = sorted(range(len(self._variants)), key=lambda i: all_bounds[i].low)
+        order = sorted(range(len(all_bounds)), key=[b.low for b in all_bounds].__getitem__)
         lows = [all_bounds[i].low for i in order]
-        reach: list[Point] = []
-        for i in order:
-            high = all_bounds[i].high
-            reach.append(max(reach[-1], high) if reach else high)
+        reach = list(itertools.accumulate((all_bounds[i].high for i in order), max))
         return all_bounds, order, lows, reach
 
     def __call__(self, version: Version | None) -> tuple[PatchFile, ...]:
