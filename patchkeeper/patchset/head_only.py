@@ -13,7 +13,7 @@ It accepts only a head on which the strict reading has no problem and reads each
 facts as it does; on anything else it declines (None) and the variant is read as before.
 The predicate, on the head up to the line where its diff starts (`headers._DIFF_START_RE`):
 ASCII (so valid UTF-8, and no Unicode space or case folding for a field name to hide
-behind), no CR, no mbox `From ` line; every line written like one of our own fields
+behind), no CR, no line that starts `From ` (an mbox line); every line written like our fields
 (`headers._OWN_LOOKALIKE_RE`: any case, spaces, `_` or `-`) is one of `Applies-To`,
 `Upstream-Fixed-In`, `Smoke`, `Choose`, written exactly as its name and a colon in column 0,
 stands before the header ends (a `---` line, quilt's `Index:`, the diff), is not folded
@@ -40,6 +40,7 @@ from patchkeeper.patchset.parse import MAX_PATCH_BYTES, _choice, _smoke_field, p
 from patchkeeper.patchset.versions import PEP440, VersionScheme
 
 HEAD = 4096  # the first read of a variant not chosen yet: its header, in nearly every file
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # as userfiles.read_user_file_head
 
 # What `\s` is to the strict reading's str patterns in ASCII text, but the line's end: the
 # bytes `\s` leaves out \x1c-\x1f, and a field's line ends at its "\n".
@@ -59,11 +60,12 @@ _DIFF_LINE_RE = re.compile(
     rb"\n(?:diff --git |--- [^\n]*\n\+\+\+ [^\n]*\n@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)"
 )
 # In a head before its diff, in order, each with the "\n" before it: where the strict
-# reading's header ends before the diff (a `---` line, quilt's `Index:` and `====`), and every
-# line it finds written like one of our own fields (`headers._OWN_LOOKALIKE_RE`), with the
-# start of a next line that would fold into it.
+# reading's header ends before the diff (a `---` line, quilt's `Index:` and `====`), a line
+# that starts `From ` (a mail's mbox line, when first), and every line the strict reading
+# finds written like one of our own fields (`headers._OWN_LOOKALIKE_RE`), with the start of
+# a next line that would fold into it.
 _HEAD_LINE_RE = re.compile(
-    rb"\n(?:---(?=\n)|Index: [^\n]*\n====|(?i:" + _SPACE + rb"(?:" + _OWN_NAME + rb")"
+    rb"\n(?:---(?=\n)|Index: [^\n]*\n====|From |(?i:" + _SPACE + rb"(?:" + _OWN_NAME + rb")"
     + _SPACE + rb":[^\n]*)(?:\n[ \t])?)"
 )  # fmt: skip
 _STOPS = (b"\n---", b"\nIndex: ")
@@ -76,20 +78,21 @@ def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
     that of (see the module's docstring), or the file is not one to read so."""
     if scheme is not PEP440 or (read := _head(text)) is None:
         return None
-    lined, end = read  # "\n" and the head's bytes; where its diff's line begins in the head
-    if not lined.isascii() or b"\r" in lined or lined.startswith(b"\nFrom "):
+    lined, start = read  # "\n" and the head's bytes; where its diff's line begins in the head
+    if not lined.isascii() or lined.find(b"\r") >= 0:
         return None
-    facts = _facts(tuple(_HEAD_LINE_RE.findall(lined, 0, end + 1)))
+    facts = _facts(tuple(_HEAD_LINE_RE.findall(lined, 0, start + 1)))
     return None if facts is None else HeadOnly.made(text, lined[1:], facts)
 
 
 def _head(text: str) -> tuple[bytes, int] | None:
-    """ "\n" and the first HEAD bytes of the file at TEXT, and the end of the match of the line
-    that starts its diff in them (so, less one, in the file); None when the file is no regular
-    file within the size a patch file may have, or its diff does not start in those bytes
-    (then the loader reads it as before, and says why it cannot be read, if it cannot)."""
+    """A "\n" and the head of the file at TEXT (its bytes to the end of the line that starts
+    its diff, as `headers.header_end` ends them), and where that line starts in the head;
+    None when the file is no regular file within the size a patch file may have, or its diff
+    does not start in its first HEAD bytes (then the loader reads it as before, and says why
+    it cannot be read, if it cannot)."""
     try:
-        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(text, _READ_FLAGS)
     except OSError:
         return None
     try:
@@ -113,6 +116,8 @@ def _facts(lines: tuple[bytes, ...]) -> dict[str, Any] | None:
     found: dict[str, Any] = {}
     stopped = False
     for line in lines:
+        if line.startswith(b"\nFrom "):
+            return None
         if line.startswith(_STOPS):
             stopped = True
             continue

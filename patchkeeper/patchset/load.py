@@ -87,7 +87,7 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
             complete = reader.complete if reader.pending else None
             choose = VariantChoice(variants)
             patches.append(Patch(patch_name(entry), entry, tuple(variants), choose, complete))
-    known = {real(file) for file in listed}  # one file seen through symlinks is one file,
+    known: set[str | None] = {*real.reals(listed)}  # a file seen through symlinks is one,
     strays = patch_files_on_disk(root, real) - listed  # named by its own path where it has one
     strays_seen: list[Problem] = []  # a warning: quilt and dpkg leave such a file alone too
     for stray in sorted(strays, key=lambda text: (real(text) != text, Path(text))):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from patchkeeper.model.problems import Problem
@@ -117,6 +118,9 @@ class RealPaths:
             if not all(link for _, link in found):
                 real = self._folder(folder)
                 real_inside = None if real is None else real.rstrip("/") + "/"
+                if real == folder and not any(link for _, link in found):
+                    self._files.update(zip(paths, paths, strict=True))  # the common case
+                    return paths
                 for path, (name, link) in zip(paths, found, strict=True):
                     if not link:  # its folder's real path and its own name
                         self._files[path] = (
@@ -169,7 +173,16 @@ class RealPaths:
             files = self.listing(str(target)) if target.is_dir() else [str(target)]
         except OSError:
             return set()  # an unreadable folder is reported where its variants are read
-        return {real for file in files if (real := self(file)) is not None}
+        return self.reals(files)
+
+    def reals(self, paths: Iterable[str]) -> set[str]:
+        """The real paths of PATHS (paths as text), those of symlink loops left out."""
+        known = self._files  # (most are, from their listing: no call to ask)
+        return {
+            real
+            for path in paths
+            if (real := known[path] if path in known else self(path)) is not None
+        }
 
 
 def _alias(
@@ -222,12 +235,16 @@ def _patch_files(folder: str) -> list[tuple[str, bool]]:
     link to a device is listed too, so that it is refused by name rather than passed over),
     in order, each with whether it is a symlink."""
     with os.scandir(folder) as found:  # a DirEntry knows a plain file without a stat
-        return sorted(
-            (e.name, e.is_symlink())
+        named = [
+            (name, e.is_symlink())
             for e in found
             # `Path(name).suffix` is one of them: the name ends so and is more than that
-            if e.name.endswith(PATCH_SUFFIXES) and e.name not in PATCH_SUFFIXES and not e.is_dir()
-        )
+            if (name := e.name).endswith(PATCH_SUFFIXES)
+            and name not in PATCH_SUFFIXES
+            and not e.is_dir()
+        ]
+    named.sort()
+    return named
 
 
 def patch_files_on_disk(root: Path, real: RealPaths) -> set[str]:
