@@ -28,9 +28,9 @@ from __future__ import annotations
 import functools
 import os
 import re
-import stat
 from functools import cached_property
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from patchkeeper.patchset.fields import _specifier_set
@@ -75,37 +75,37 @@ _ACCEPTED = frozenset({"applies-to", "upstream-fixed-in", "smoke", "choose"})
 def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
     """The variant at TEXT (its path as text), read as the strict reading would read it
     without its diff, from its first bytes alone; None when they are not a head it can prove
-    that of (see the module's docstring), or the file is not one to read so."""
-    if scheme is not PEP440 or (read := _head(text)) is None:
+    that of (see the module's docstring), or the file is not one to read so: no regular file
+    within the size a patch file may have, or its diff does not start in its first HEAD bytes
+    (then the loader reads it as before, and says why it cannot be read, if it cannot)."""
+    if scheme is not PEP440:
         return None
-    lined, start = read  # "\n" and the head's bytes; where its diff's line begins in the head
-    if not lined.isascii() or lined.find(b"\r") >= 0:
-        return None
-    facts = _facts(tuple(_HEAD_LINE_RE.findall(lined, 0, start + 1)))
-    return None if facts is None else HeadOnly.made(text, lined[1:], facts)
-
-
-def _head(text: str) -> tuple[bytes, int] | None:
-    """A "\n" and the head of the file at TEXT (its bytes to the end of the line that starts
-    its diff, as `headers.header_end` ends them), and where that line starts in the head;
-    None when the file is no regular file within the size a patch file may have, or its diff
-    does not start in its first HEAD bytes (then the loader reads it as before, and says why
-    it cannot be read, if it cannot)."""
     try:
         fd = os.open(text, _READ_FLAGS)
     except OSError:
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PATCH_BYTES:
+        if info.st_size > MAX_PATCH_BYTES or not S_ISREG(info.st_mode):
             return None
-        lined = b"\n" + os.read(fd, HEAD)
+        lined = b"\n" + os.read(fd, HEAD)  # a "\n" first: see _DIFF_LINE_RE
     except OSError:
         return None
     finally:
         os.close(fd)
-    match = _DIFF_LINE_RE.search(lined)
-    return None if match is None else (lined[: match.end()], match.start())
+    if (diff := _DIFF_LINE_RE.search(lined)) is None:
+        return None
+    head = lined[1 : diff.end()]  # as `headers.header_end` ends it
+    if not head.isascii() or head.find(b"\r") >= 0:
+        return None
+    facts = _facts(tuple(_HEAD_LINE_RE.findall(lined, 0, diff.start() + 1)))
+    if facts is None:
+        return None
+    made = object.__new__(HeadOnly)  # not PatchFile's __init__: HeadOnly's few fields
+    state = made.__dict__
+    state.update(facts)
+    state["_text"], state["source"] = text, head
+    return made
 
 
 @functools.lru_cache(maxsize=4096)
@@ -163,14 +163,6 @@ class HeadOnly(PatchFile):
     upstream_has = ()
     empty = False
     invalid = None
-
-    @classmethod
-    def made(cls, text: str, head: bytes, facts: dict[str, Any]) -> HeadOnly:
-        """The variant at TEXT, whose HEAD says FACTS (`_facts`); without PatchFile's
-        `__init__`, whose every other field is the strict reading's, asked later if at all."""
-        made = object.__new__(cls)
-        made.__dict__.update(facts, _text=text, source=head)
-        return made
 
     @cached_property
     def path(self) -> Path:  # type: ignore[override]
