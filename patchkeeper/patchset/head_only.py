@@ -7,7 +7,8 @@ What `check` asks of one it does not choose is its range and a few plain facts (
 answers them with two searches of the head's bytes and the very functions, cached by value,
 the strict reading turns those fields' values with, and makes no Header, no Path and no
 fields dict: a `HeadOnly` makes them, by the strict reading of the same bytes, when first
-asked (`lint`, a message naming the file, the chosen variant's own reading).
+asked (a message naming the file; a variant chosen is read whole, the strict way, and every
+command but `check` reads every variant so: `load.inspect_patch_set`, `load_patch_set`).
 
 It accepts only a head on which the strict reading has no problem and reads each of those
 facts as it does; on anything else it declines (None) and the variant is read as before.
@@ -15,7 +16,7 @@ The predicate, on the head up to the line where its diff starts (`headers._DIFF_
 ASCII (so valid UTF-8, and no Unicode space or case folding for a field name to hide
 behind), no CR, no line that starts `From ` (an mbox line); every line written like our fields
 (`headers._OWN_LOOKALIKE_RE`: any case, spaces, `_` or `-`) is one of `Applies-To`,
-`Upstream-Fixed-In`, `Smoke`, `Choose`, written exactly as its name and a colon in column 0,
+`Upstream-Fixed-In`, `Smoke`, `Choose`, written as its name (any case) and a colon in column 0,
 stands before the header ends (a `---` line, quilt's `Index:`, the diff), is not folded
 (the next line does not start with a space or a tab), appears once, and holds a value the
 strict reading takes (not a bare `//...` URL, a range `fields._specifier_set` accepts, a
