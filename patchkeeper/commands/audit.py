@@ -86,7 +86,9 @@ def command(
     Example:
       patchkeeper audit --profile work --stuck-after 90m --days 7
     """
-    result = audit(resolve_home(home, profile), stuck_after=stuck_after, days=days)
+    result = audit(
+        resolve_home(home, profile), stuck_after=stuck_after, days=days
+    )
     document = to_dict(result)
     for key in ("schema", "command", "exit_code"):
         document.pop(key)

@@ -127,7 +127,9 @@ def explore_line(sandbox: Sandbox) -> str:
 )
 @click.option("--tag", default=None, help="With --publish: the release to publish.")
 @json_option
-def command(directory: Path | None, publish_in: Path | None, tag: str | None, as_json: bool) -> int:
+def command(
+    directory: Path | None, publish_in: Path | None, tag: str | None, as_json: bool
+) -> int:
     """Build a practice upstream and walk through status, apply, check and update.
 
     Needs no network. The sandbox is kept afterwards: run any command on it with

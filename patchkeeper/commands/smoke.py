@@ -47,7 +47,9 @@ def command(
     workspace = open_workspace(install_path, patches_dir)
     names = select_checks(workspace.patch_set, check_name)
     progress = None if as_json else echo_progress
-    report = run_checks(workspace.install, workspace.settings, workspace.patch_set, names, progress)
+    report = run_checks(
+        workspace.install, workspace.settings, workspace.patch_set, names, progress
+    )
     if metrics_path is not None:
         document = {"install": str(workspace.install.path), **smoke_json(report)}
         write_metrics(metrics_path, "smoke", report.exit_code, document)

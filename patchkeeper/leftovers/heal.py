@@ -132,7 +132,9 @@ def drop(install: Install, leftover: Leftover) -> str:
         )
     backup = save_backup(install.path, leftover)
     if leftover.kind == STASH:
-        selector = next((e.selector for e in stash_entries(install) if e.sha == leftover.rev), None)
+        selector = next(
+            (e.selector for e in stash_entries(install) if e.sha == leftover.rev), None
+        )
         if selector is not None:
             _drop_stash_entry(install.path, selector, leftover.rev)
     elif leftover.kind == SET_ASIDE:

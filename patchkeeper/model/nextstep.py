@@ -63,7 +63,7 @@ def for_patch(
     if result.outcome == oc.PENDING:
         return f"{name} is not applied yet: {command('apply', install=install, patches=patches)}"
     if result.undecided:  # VERSION_ADVICE: the cause, from why each version source gave none
-        where = patches / "patchkeeper.toml"
+        where = patches / 'patchkeeper.toml'
         advice = version_advice or f"say where the version is kept in {where}"
         return f"{name} is undecided: the install's version is unknown; {advice}"
     return None

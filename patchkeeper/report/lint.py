@@ -44,13 +44,16 @@ def lint_json(patch_set: PatchSet, reason: str, problems: list[Problem]) -> dict
     problem_files = {problem.path for problem in problems}
     return {
         "patch_set": f"{patch_set.root} ({reason})",
-        "problems": [{"file": str(p.path), "line": p.line, "message": p.message} for p in problems],
+        "problems": [
+            {"file": str(p.path), "line": p.line, "message": p.message} for p in problems
+        ],
         "patches": [
             {"name": p.name, "outcome": "invalid" if _unread(p, problem_files) else "ok"}
             for p in patch_set.patches
         ],
         "warnings": [
-            {"file": str(w.path), "line": w.line, "message": w.message} for w in patch_set.warnings
+            {"file": str(w.path), "line": w.line, "message": w.message}
+            for w in patch_set.warnings
         ],
         "headers": header_fields(patch_set),
     }
@@ -66,6 +69,7 @@ def render_lint(patch_set: PatchSet, reason: str, problems: list[Problem]) -> No
     count = len(patch_set.patches)
     noted = f", {len(warnings)} warning(s)" if warnings else ""
     click.echo(
-        f"{patch_set.root} ({reason}): {count} patch(es), {len(problems)} problem(s){noted}",
+        f"{patch_set.root} ({reason}): {count} patch(es), {len(problems)} problem(s)"
+        f"{noted}",
         err=bool(problems),
     )

@@ -33,23 +33,16 @@ AUDIT_KINDS = ("never_started", "green_but_failing", "stuck", "delivered_but_boo
 
 # name -> (type, help); the order the families are written in.
 FAMILIES: dict[str, tuple[str, str]] = {
-    "run_exit_code": (
-        "gauge",
-        "Exit code of the command's last run (0: all fixes in place and proven).",
-    ),
+    "run_exit_code": ("gauge", "Exit code of the command's last run (0: all fixes in place "
+                      "and proven)."),
     "run_ok": ("gauge", "1 when the command's last run exited 0, else 0."),
     "run_timestamp_seconds": ("gauge", "When the command last ran, in Unix seconds."),
     "patches": ("gauge", "Patches of the set by outcome, as the last run judged them."),
-    "fixes": (
-        "gauge",
-        "Fixes by state: in_place, missing (conflict, invalid, pending, "
-        "undecided, ...), unproven (written, no passing smoke check), not_applicable.",
-    ),
+    "fixes": ("gauge", "Fixes by state: in_place, missing (conflict, invalid, pending, "
+              "undecided, ...), unproven (written, no passing smoke check), not_applicable."),
     "smoke_checks": ("gauge", "Smoke checks the last run ran, by verdict."),
-    "leftovers": (
-        "gauge",
-        "Leftovers of updates (parked stashes, autostash files, unmerged paths) the last run saw.",
-    ),
+    "leftovers": ("gauge", "Leftovers of updates (parked stashes, autostash files, unmerged "
+                  "paths) the last run saw."),
     "update_ok": ("gauge", "1 when the last update happened and ended with exit 0, else 0."),
     "update_timestamp_seconds": ("gauge", "When the last update started, in Unix seconds."),
     "update_exit_code": ("gauge", "Exit code of the last update."),
@@ -69,9 +62,8 @@ class Sample:
     value: float
 
 
-def _samples(
-    family: str, base: Mapping[str, str], by: str, counts: Mapping[str, int], values: Iterable[str]
-) -> list[Sample]:
+def _samples(family: str, base: Mapping[str, str], by: str, counts: Mapping[str, int],
+             values: Iterable[str]) -> list[Sample]:
     """One sample per value of label BY: every value in VALUES (zeros too), then any other
     value COUNTS names (an outcome word a newer patchkeeper added, say)."""
     names = list(dict.fromkeys([*values, *sorted(counts)]))

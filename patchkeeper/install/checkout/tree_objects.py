@@ -143,3 +143,5 @@ def merge_preview(repo: Path, base: str, ours_tree: str, theirs_tree: str) -> Me
         if name not in conflicts:
             conflicts.append(name)
     return MergePreview(ours_tree, fields[0].strip(), conflicts)
+
+

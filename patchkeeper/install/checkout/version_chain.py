@@ -183,7 +183,7 @@ def unknown_version_advice(repo: Path, info: VersionInfo, settings: Settings) ->
         path = literal.removesuffix(": no __version__ literal")
         return (
             f"{path} holds no version literal (Hermes 0.21.5+ keeps it in install-stamp.json): "
-            f"add an install-stamp source to {where} ([[install.version_source]] json = "
+            f'add an install-stamp source to {where} ([[install.version_source]] json = '
             f'"install-stamp.json", key = "baseVersion"), before the file'
         )
     stamps = [s.path for s in settings.version_sources if isinstance(s, JsonKeySource)]

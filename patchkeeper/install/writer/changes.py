@@ -21,8 +21,6 @@ from patchkeeper.install.plumbing.tree_diff import Listed, list_tree_diff
 
 FILE, EXECUTABLE, SYMLINK = "100644", "100755", "120000"
 _GITLINK = "160000"
-
-
 @dataclass(frozen=True)
 class Change:
     """One path's old and new state; a mode of None means the path is absent."""

@@ -131,7 +131,9 @@ def put_all(root: Path, changes: list[Change], write_id: str) -> None:
     try:
         for number in order:
             try:
-                if (path := _stage(root, changes[number], temp_name(write_id, number))) is not None:
+                if (
+                    path := _stage(root, changes[number], temp_name(write_id, number))
+                ) is not None:
                     staged[number] = path
             except (NotADirectoryError, FileExistsError):
                 later.add(number)

@@ -29,7 +29,9 @@ def fire_claim_finding(install: Install) -> Finding:
         return Finding("fire claims", True, f"no cron ledger in {home}: nothing to read")
     found = audit(home)
     if Check.DELIVERED_BUT_LOST not in found.checked:
-        why = [u.reason for u in found.unchecked if u.check in (None, Check.DELIVERED_BUT_LOST)]
+        why = [
+            u.reason for u in found.unchecked if u.check in (None, Check.DELIVERED_BUT_LOST)
+        ]
         summary = f"not checked in {home}: {'; '.join(why) or 'no delivery record to compare'}"
         return Finding("fire claims", True, summary)
     lost = found.delivered_but_lost

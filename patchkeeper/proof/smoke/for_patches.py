@@ -159,5 +159,7 @@ def run_for_patches(
     results = list(results)
     if version is None and any(r.outcome == oc.NOT_APPLICABLE for r in results):
         version = install_version(install, settings)
-    names = checks_for_patches(patch_set, settings, results, version.version if version else None)
+    names = checks_for_patches(
+        patch_set, settings, results, version.version if version else None
+    )
     return run_checks(install, settings, patch_set, names, on_progress)
