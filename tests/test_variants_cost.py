@@ -70,6 +70,7 @@ def test_a_range_many_variants_share_is_bounded_once(
         return made[-1]
 
     variants._BOUNDED.clear()
+    variants._SORTED.clear()  # what fixes with the same ranges share, from an earlier test
     monkeypatch.setattr(variants, "Bounds", counted)
     patch_set = load_patch_set(root, deferred=True)
     for version in ("1.5", "9.0", "25.1", "40.0"):
@@ -97,3 +98,18 @@ def test_the_one_update_init_takes_exactly_the_dataclass_fields(kind: type) -> N
         assert made.problems == [] and made.warnings == [] and made.problems is not made.warnings
         with pytest.raises(dataclasses.FrozenInstanceError):
             made.diff_start = 1  # type: ignore[misc]
+
+
+def test_fixes_with_the_same_ranges_share_one_sorting_of_them(tmp_path: Path) -> None:
+    """Every fix of `_set` has the same 25 ranges in the same order: they are bounded and
+    sorted once for all of them, and each fix still chooses its own variant."""
+    root = _set(tmp_path)
+    variants._SORTED.clear()
+    patch_set = load_patch_set(root, deferred=True)
+    chosen = [p.candidates(Version("7.5")) for p in patch_set.patches]
+    assert len(variants._SORTED) == 1
+    assert [[v.path.parent.name, v.path.name] for (v,) in chosen] == [
+        [f"fix{n}", "v06.patch"] for n in range(FIXES)
+    ]
+    sorted_once = {id(p.choose._sorted) for p in patch_set.patches}  # type: ignore[attr-defined]
+    assert len(sorted_once) == 1
