@@ -1,7 +1,9 @@
 """What a variant `check` does not choose costs, counted (never timed; issue 30).
 
 - A header line the variants of a set share (a fix's Description, its Smoke, a range) is
-  read once, however many variants carry it.
+  read once by the strict reading (every command but `check`, which reads the variants it
+  does not choose from their heads' bytes: tests/test_head_only.py), however many variants
+  carry it.
 - A range many variants share is bounded once when a version chooses among them.
 - PatchFile and Header write their fields in one update (their frozen dataclass's own
   `__init__` sets each through `object.__setattr__`): the hand-written `__init__` takes
@@ -48,7 +50,7 @@ def _set(tmp_path: Path) -> Path:
 def test_a_header_line_the_variants_share_is_read_once(tmp_path: Path) -> None:
     root = _set(tmp_path)
     headers._short_line_facts.cache_clear()
-    patch_set = load_patch_set(root, deferred=True)
+    patch_set = load_patch_set(root)
     distinct = FIXES + 1 + VARIANTS  # the Descriptions, the one Smoke line, the ranges
     assert headers._short_line_facts.cache_info().misses == distinct
     chosen = [p.select(Version("7.5")) for p in patch_set.patches]
@@ -68,6 +70,7 @@ def test_a_range_many_variants_share_is_bounded_once(
         return made[-1]
 
     variants._BOUNDED.clear()
+    variants._SORTED.clear()  # what fixes with the same ranges share, from an earlier test
     monkeypatch.setattr(variants, "Bounds", counted)
     patch_set = load_patch_set(root, deferred=True)
     for version in ("1.5", "9.0", "25.1", "40.0"):
@@ -95,3 +98,18 @@ def test_the_one_update_init_takes_exactly_the_dataclass_fields(kind: type) -> N
         assert made.problems == [] and made.warnings == [] and made.problems is not made.warnings
         with pytest.raises(dataclasses.FrozenInstanceError):
             made.diff_start = 1  # type: ignore[misc]
+
+
+def test_fixes_with_the_same_ranges_share_one_sorting_of_them(tmp_path: Path) -> None:
+    """Every fix of `_set` has the same 25 ranges in the same order: they are bounded and
+    sorted once for all of them, and each fix still chooses its own variant."""
+    root = _set(tmp_path)
+    variants._SORTED.clear()
+    patch_set = load_patch_set(root, deferred=True)
+    chosen = [p.candidates(Version("7.5")) for p in patch_set.patches]
+    assert len(variants._SORTED) == 1
+    assert [[v.path.parent.name, v.path.name] for (v,) in chosen] == [
+        [f"fix{n}", "v06.patch"] for n in range(FIXES)
+    ]
+    sorted_once = {id(p.choose._sorted) for p in patch_set.patches}  # type: ignore[attr-defined]
+    assert len(sorted_once) == 1

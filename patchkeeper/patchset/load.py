@@ -11,6 +11,7 @@ from pathlib import Path
 
 from patchkeeper.model.problems import Problem, raise_first
 from patchkeeper.patchset.fields import field_line
+from patchkeeper.patchset.head_only import HEAD, quick_read
 from patchkeeper.patchset.headers import header_end
 from patchkeeper.patchset.model import Patch, PatchFile, PatchSet
 from patchkeeper.patchset.parse import MAX_PATCH_BYTES, parse_data, parse_patch_file
@@ -18,8 +19,6 @@ from patchkeeper.patchset.series import RealPaths, patch_files_on_disk, patch_na
 from patchkeeper.patchset.userfiles import read_user_file, read_user_file_head
 from patchkeeper.patchset.variants import VariantChoice, overlap_problems
 from patchkeeper.patchset.versions import PEP440, VersionScheme
-
-HEAD = 4096  # the first read of a variant not chosen yet: its header, in nearly every file
 
 
 def _outside_links_allowed(root: Path) -> bool:
@@ -72,16 +71,15 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
         target = root / entry
         if target.is_dir():
             texts = real.listing(str(target))
-            files = [target / text[text.rfind("/") + 1 :] for text in texts]
-            if not files:
+            if not texts:
                 problems.append(Problem(target, 1, "variant folder holds no .patch files"))
         else:
-            files, texts = [target], [str(target)]
+            texts = [str(target)]
         listed.update(texts)
         reader = _VariantReader(outside_links, scheme)
-        variants, file_problems = reader.read(files, texts, deferred=deferred and len(files) > 1)
+        variants, file_problems = reader.read(texts, deferred=deferred and len(texts) > 1)
         if reader.pending and any(v.invalid is not None for v in variants):
-            variants, file_problems = reader.read(files, texts, deferred=False)
+            variants, file_problems = reader.read(texts, deferred=False)
         problems += file_problems
         if overlaps:
             problems += overlap_problems(variants)
@@ -89,7 +87,7 @@ def _read_set(root: Path, *, deferred: bool, overlaps: bool) -> tuple[PatchSet, 
             complete = reader.complete if reader.pending else None
             choose = VariantChoice(variants)
             patches.append(Patch(patch_name(entry), entry, tuple(variants), choose, complete))
-    known = {real(file) for file in listed}  # one file seen through symlinks is one file,
+    known: set[str | None] = {*real.reals(listed)}  # a file seen through symlinks is one,
     strays = patch_files_on_disk(root, real) - listed  # named by its own path where it has one
     strays_seen: list[Problem] = []  # a warning: quilt and dpkg leave such a file alone too
     for stray in sorted(strays, key=lambda text: (real(text) != text, Path(text))):
@@ -103,23 +101,29 @@ class _VariantReader:
     """Reads the patch files of one series entry, maybe only their headers: then `pending`
     keeps each such file's first bytes (up to where its diff starts, `headers.header_end`),
     and `complete` reads the file whole when the variant is chosen, holding it to those very
-    bytes. A variant not chosen costs one read of its beginning, whatever its diff's size."""
+    bytes. A variant not chosen costs one read of its beginning, whatever its diff's size,
+    and where that beginning proves the strict reading's answer (`head_only.quick_read`),
+    neither a Path nor a Header until one is asked for."""
 
     def __init__(self, outside_links: bool, scheme: VersionScheme) -> None:
         self.outside_links, self.scheme = outside_links, scheme
         self.pending: dict[str, bytes] = {}  # path (as text) -> the bytes read of it
 
-    def read(
-        self, files: list[Path], texts: list[str], *, deferred: bool
-    ) -> tuple[list[PatchFile], list[Problem]]:
-        """The variants FILES (TEXTS: each one's path as text, what is opened)."""
+    def read(self, texts: list[str], *, deferred: bool) -> tuple[list[PatchFile], list[Problem]]:
+        """The variants at TEXTS (their paths as text, what is opened)."""
         self.pending = {}
-        variants, problems = [], []
-        for file, text in zip(files, texts, strict=True):
+        variants: list[PatchFile] = []
+        problems: list[Problem] = []
+        for text in texts:
+            if deferred and (quick := quick_read(text, self.scheme)) is not None:
+                self.pending[text] = quick.source
+                variants.append(quick)
+                continue
             if deferred:
                 data, unreadable = read_user_file_head(text, MAX_PATCH_BYTES, header_end, HEAD)
             else:
                 data, unreadable = read_user_file(text, MAX_PATCH_BYTES)
+            file = Path(text)
             if unreadable:
                 parsed, file_problems = None, [Problem(file, 1, unreadable)]
             else:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from patchkeeper.model.problems import Problem
@@ -116,6 +118,9 @@ class RealPaths:
             if not all(link for _, link in found):
                 real = self._folder(folder)
                 real_inside = None if real is None else real.rstrip("/") + "/"
+                if real == folder and not any(link for _, link in found):
+                    self._files.update(zip(paths, paths, strict=True))  # the common case
+                    return paths
                 for path, (name, link) in zip(paths, found, strict=True):
                     if not link:  # its folder's real path and its own name
                         self._files[path] = (
@@ -132,9 +137,22 @@ class RealPaths:
 
     def _folder(self, folder: str) -> str | None:
         if folder not in self._folders:
-            real = _resolved(Path(folder))
-            self._folders[folder] = None if real is None else str(real)
+            self._folders[folder] = self._real_folder(folder)
         return self._folders[folder]
+
+    def _real_folder(self, folder: str) -> str | None:
+        """FOLDER's real path: its parent's and its own name when it is no symlink (one
+        `lstat`: a set's folders of variants share their parent), else resolved whole."""
+        parent, _, name = folder.rstrip("/").rpartition("/")
+        if parent and name not in (".", ".."):
+            try:
+                plain = not stat.S_ISLNK(os.lstat(folder).st_mode)
+            except OSError:
+                plain = False
+            if plain and (above := self._folder(parent)) is not None:
+                return above.rstrip("/") + "/" + name
+        real = _resolved(Path(folder))
+        return None if real is None else str(real)
 
     def _real(self, text: str) -> str | None:
         path = Path(text)
@@ -155,7 +173,16 @@ class RealPaths:
             files = self.listing(str(target)) if target.is_dir() else [str(target)]
         except OSError:
             return set()  # an unreadable folder is reported where its variants are read
-        return {real for file in files if (real := self(file)) is not None}
+        return self.reals(files)
+
+    def reals(self, paths: Iterable[str]) -> set[str]:
+        """The real paths of PATHS (paths as text), those of symlink loops left out."""
+        known = self._files  # (most are, from their listing: no call to ask)
+        return {
+            real
+            for path in paths
+            if (real := known[path] if path in known else self(path)) is not None
+        }
 
 
 def _alias(
@@ -208,17 +235,16 @@ def _patch_files(folder: str) -> list[tuple[str, bool]]:
     link to a device is listed too, so that it is refused by name rather than passed over),
     in order, each with whether it is a symlink."""
     with os.scandir(folder) as found:  # a DirEntry knows a plain file without a stat
-        return sorted(
-            (e.name, e.is_symlink())
+        named = [
+            (name, e.is_symlink())
             for e in found
-            if _suffix(e.name) in PATCH_SUFFIXES and not e.is_dir()
-        )
-
-
-def _suffix(name: str) -> str:
-    """What `Path(name).suffix` is, without a Path."""
-    dot = name.rfind(".")
-    return name[dot:] if 0 < dot < len(name) - 1 else ""
+            # `Path(name).suffix` is one of them: the name ends so and is more than that
+            if (name := e.name).endswith(PATCH_SUFFIXES)
+            and name not in PATCH_SUFFIXES
+            and not e.is_dir()
+        ]
+    named.sort()
+    return named
 
 
 def patch_files_on_disk(root: Path, real: RealPaths) -> set[str]:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -204,6 +206,13 @@ def overlap_problems(variants: Sequence[PatchFile]) -> list[Problem]:
 # ---------------------------------------------------------------- choice
 
 
+# What VariantChoice._sorted makes of a fix's ranges, by the ranges themselves (kept, so that
+# their ids are not reused), never changed once made: a set's fixes share their ranges (a
+# range is one object, fields._specifier_set), variant k of every fix often the same.
+Sorted = tuple[list[Bounds], list[int], list[Point], list[Point]]
+_SORTED: dict[tuple[int, ...], tuple[tuple[SpecifierSet | None, ...], Sorted]] = {}
+
+
 class VariantChoice:
     """Which of a fix's variants a version picks: the one that has no range or whose range
     contains the version, found among the few whose bounds hold it. Two that both claim the
@@ -219,18 +228,24 @@ class VariantChoice:
         self._chosen: dict[Version | None, tuple[PatchFile, ...]] = {}
 
     @functools.cached_property
-    def _sorted(self) -> tuple[list[Bounds], list[int], list[Point], list[Point]]:
+    def _sorted(self) -> Sorted:
         """Each variant's bounds; the variants in order of their lower bounds, those lower
         bounds, and the highest upper bound among the first k + 1 of them. Made on the first
-        version asked: a command that never chooses (`lint`) never bounds a range here."""
-        all_bounds = [bounds(v.applies_to) for v in self._variants]
-        order = sorted(range(len(self._variants)), key=lambda i: all_bounds[i].low)
+        version asked: a command that never chooses (`lint`) never bounds a range here; made
+        once for every fix whose variants have the very same ranges, in the same order."""
+        ranges = tuple(v.applies_to for v in self._variants)
+        key = tuple(map(id, ranges))
+        known = _SORTED.get(key)
+        if known is not None and all(map(operator.is_, known[0], ranges)):
+            return known[1]
+        all_bounds = [bounds(spec) for spec in ranges]
+        order = sorted(range(len(all_bounds)), key=[b.low for b in all_bounds].__getitem__)
         lows = [all_bounds[i].low for i in order]
-        reach: list[Point] = []
-        for i in order:
-            high = all_bounds[i].high
-            reach.append(max(reach[-1], high) if reach else high)
-        return all_bounds, order, lows, reach
+        reach = list(itertools.accumulate((all_bounds[i].high for i in order), max))
+        found = all_bounds, order, lows, reach
+        if len(_SORTED) < 1024:
+            _SORTED[key] = (ranges, found)
+        return found
 
     def __call__(self, version: Version | None) -> tuple[PatchFile, ...]:
         """The candidates for VERSION: none, one, or (by content only) several."""
