@@ -61,6 +61,11 @@ BASES = {
     "by-content": "Description: chosen by content\nChoose: by-content\n{own}Applies-To: >=1\n"
     "Smoke: none (by content)\n---\n{after}",
     "none": "{own}{after}",
+    # As `port` writes a variant (newset._refreshed_text): its date, the commit it was made on
+    # and its range among the old header's fields.
+    "port": "Description: ported fix\nLast-Update: 2026-12-03\n"
+    "Base: 0123456789abcdef0123456789abcdef01234567\n{own}Applies-To: >=2.0\n"
+    "Smoke: check_fix\n---\n{after}",
 }
 OWN_LINES = [
     "Applies-To: >=1.0", "applies-to: >=1.0", "APPLIES-TO: <2", "Applies To: >=1.0",
@@ -165,7 +170,7 @@ def test_a_head_read_quickly_is_read_as_the_strict_reading_reads_it(tmp_path: Pa
     assert len(corpus) > 1500 and len(corpus) // 8 < accepted < len(corpus) // 2, accepted
 
 
-@pytest.mark.parametrize("name", ["bench", "dep3", "format-patch", "quilt", "by-content"])
+@pytest.mark.parametrize("name", ["bench", "dep3", "format-patch", "quilt", "by-content", "port"])
 @pytest.mark.parametrize("diff", [GIT_DIFF, PLAIN_DIFF])
 def test_plain_heads_are_read_quickly(tmp_path: Path, name: str, diff: str) -> None:
     """The heads `port` and the benchmark write, DEP-3 and quilt ones: read quickly (else

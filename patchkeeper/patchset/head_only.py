@@ -16,12 +16,13 @@ The predicate, on the head up to the line where its diff starts (`headers._DIFF_
 ASCII (so valid UTF-8, and no Unicode space or case folding for a field name to hide
 behind), no CR, no line that starts `From ` (an mbox line); every line written like our fields
 (`headers._OWN_LOOKALIKE_RE`: any case, spaces, `_` or `-`) is one of `Applies-To`,
-`Upstream-Fixed-In`, `Smoke`, `Choose`, written as its name (any case) and a colon in column 0,
-stands before the header ends (a `---` line, quilt's `Index:`, the diff), is not folded
-(the next line does not start with a space or a tab), appears once, and holds a value the
-strict reading takes (not a bare `//...` URL, a range `fields._specifier_set` accepts, a
-`Smoke` and a `Choose` with nothing wrong). The version scheme must be PEP 440 (no
-conversion). tests/test_head_only.py holds every acceptance to the strict reading.
+`Upstream-Fixed-In`, `Smoke`, `Choose`, `Base` (`port` writes one), written as its name (any
+case) and a colon in column 0, stands before the header ends (a `---` line, quilt's `Index:`,
+the diff), is not folded (the next line does not start with a space or a tab), appears once,
+and holds a value the strict reading takes (not a bare `//...` URL, a range
+`fields._specifier_set` accepts, a `Smoke` and a `Choose` with nothing wrong; any `Base`).
+The version scheme must be PEP 440 (no conversion). tests/test_head_only.py holds every
+acceptance to the strict reading.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _HEAD_LINE_RE = re.compile(
     + _SPACE + rb":[^\n]*)(?:\n[ \t])?)"
 )  # fmt: skip
 _STOPS = (b"\n---", b"\nIndex: ")
-_ACCEPTED = frozenset({"applies-to", "upstream-fixed-in", "smoke", "choose"})
+_ACCEPTED = frozenset({"applies-to", "upstream-fixed-in", "smoke", "choose", "base"})
 
 
 def quick_read(text: str, scheme: VersionScheme) -> HeadOnly | None:
@@ -148,6 +149,8 @@ def _own_field(line: bytes) -> tuple[str, Any] | None:
         return None if wrong else (key, (names, unchecked))
     if key == "choose":
         return (key, True) if _choice(value) == (True, None) else None
+    if key == "base":  # `port` writes one in every variant; the strict reading takes any value
+        return (key, None)
     spec = _specifier_set(key, value)[0]
     return None if spec is None else (key, spec)
 
