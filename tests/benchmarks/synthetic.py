@@ -242,10 +242,11 @@ def variant_set(upstream: Upstream, size: int, variants: int) -> Path:
     """The first SIZE patches, each as a folder of VARIANTS variants with disjoint `Applies-To`
     ranges (`>=0.K,<0.K+1`), the last of them (`>=1.0`) for every tag: the same fixes as
     patches-SIZE, chosen by version. Each variant's header is its own, as `port` writes one
-    (its own range and `Last-Update`): a reader that took one variant's header for another's
-    would be measured on a set no one has. Written once under ROOT/ported-SIZE-VARIANTS/."""
+    (its own range, `Last-Update` and `Base`, the commit it was made on): a reader that took
+    one variant's header for another's, or read only some fields quickly, would be measured on
+    a set no one has. Written once under ROOT/port-written-SIZE-VARIANTS/."""
     plain = upstream.patch_sets[size]
-    folder = upstream.root / f"ported-{size}-{variants}"
+    folder = upstream.root / f"port-written-{size}-{variants}"
     if folder.exists():
         return folder
     folder.mkdir()
@@ -257,7 +258,9 @@ def variant_set(upstream: Upstream, size: int, variants: int) -> Path:
         for k in range(variants):
             spec = ">=1.0" if k == variants - 1 else f">=0.{k},<0.{k + 1}"
             dated = f"Last-Update: 2026-{1 + k // 28 % 12:02d}-{1 + k % 28:02d}"
-            (own / f"v{k:02d}.patch").write_text(f"Applies-To: {spec}\n{dated}\n{text}")
+            base = f"Base: {hashlib.sha1(f'{name} {k}'.encode()).hexdigest()}"
+            header = f"Applies-To: {spec}\n{dated}\n{base}\n"
+            (own / f"v{k:02d}.patch").write_text(header + text)
     (folder / "series").write_text("".join(f"{name.removesuffix('.patch')}/\n" for name in names))
     (folder / "patchkeeper.toml").write_text((plain / "patchkeeper.toml").read_text())
     return folder
