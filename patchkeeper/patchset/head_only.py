@@ -65,10 +65,12 @@ _DIFF_LINE_RE = re.compile(
 # reading's header ends before the diff (a `---` line, quilt's `Index:` and `====`), a line
 # that starts `From ` (a mail's mbox line, when first), and every line the strict reading
 # finds written like one of our own fields (`headers._OWN_LOOKALIKE_RE`), with the start of
-# a next line that would fold into it.
+# a next line that would fold into it. A plain `Base:` line is found without its value (any
+# value the strict reading takes, but a `//...` URL): each variant `port` writes has its own,
+# and the facts of a head are cached by its lines (`_facts`).
 _HEAD_LINE_RE = re.compile(
-    rb"\n(?:---(?=\n)|Index: [^\n]*\n====|From |(?i:" + _SPACE + rb"(?:" + _OWN_NAME + rb")"
-    + _SPACE + rb":[^\n]*)(?:\n[ \t])?)"
+    rb"\n(?:---(?=\n)|Index: [^\n]*\n====|From |(?i:base):(?![ \t]*//)(?=[^\n]*\n[^ \t])|"
+    rb"(?i:" + _SPACE + rb"(?:" + _OWN_NAME + rb")" + _SPACE + rb":[^\n]*)(?:\n[ \t])?)"
 )  # fmt: skip
 _STOPS = (b"\n---", b"\nIndex: ")
 _ACCEPTED = frozenset({"applies-to", "upstream-fixed-in", "smoke", "choose", "base"})
