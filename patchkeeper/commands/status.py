@@ -110,7 +110,7 @@ def command(
         report.notes.insert(0, interrupted_note(writer))
     records = load_applied(workspace.install.state_dir)
     proof_code, unproven = status_notes(
-        workspace.install.path, workspace.patch_set, report.results, records
+        workspace.install.path, workspace.patch_set, report.results, records, report.head
     )
     report.notes += unproven
     code = tree_exit_code(report.results, pending_needs_attention=True)
