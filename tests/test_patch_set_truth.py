@@ -212,3 +212,18 @@ def test_smoke_none_needs_its_reason(world) -> None:
     assert f"{fix}:2: Smoke: none needs its reason: `Smoke: none (why no check can prove it)`" in (
         lint.stdout
     )
+
+
+@pytest.mark.parametrize("header", ["none-yet, proof", "none, proof"])
+def test_a_check_list_that_starts_with_none_runs_its_checks(world, header: str) -> None:
+    """`Smoke: none-yet, proof` read as `Smoke: none (yet, proof)`: no check ran, and apply
+    said exit 0 with "smoke: not configured" while `proof` failed. Only `none` alone or
+    followed by its reason says no check can prove the fix; a list names checks."""
+    install, patches = world
+    (patches / "smoke" / "proof.py").write_text(PASSING_CHECK.replace("'pass'", "'fail'"))
+    fix = patches / "fix.patch"
+    fix.write_text(fix.read_text().replace("Smoke: proof\n", f"Smoke: {header}\n"))
+    apply = pk("apply", "--install", install, "--patches", patches, "--json")
+    checks = {c["name"]: c["verdict"] for c in json.loads(apply.stdout)["smoke"]["checks"]}
+    assert checks["proof"] == "fail", apply.stdout
+    assert apply.returncode == 4, apply.stdout

@@ -72,6 +72,23 @@ def update_not_done(workspace: Workspace) -> str | None:
     )
 
 
+def unfinished_note(workspace: Workspace, journal: jr.Journal) -> str:
+    """The journal's update: still running (its process holds the lock: wait for it), or
+    stopped (killed, a crash: `recover` finishes it)."""
+    from patchkeeper.install.locks.install_lock import live_owner  # a journal is rare
+
+    owner = live_owner(workspace.install.state_dir)
+    if owner is not None and owner.pid == journal.pid:
+        return (
+            f"update {journal.id} is running, held by {owner.describe()}: the tree is "
+            "between versions until it ends; run status again then"
+        )
+    return (
+        f"update {journal.id} stopped in phase {journal.phase_label}: "
+        "the tree is between versions; run `patchkeeper recover`"
+    )
+
+
 @click.command("status")
 @install_option
 @patches_option
@@ -99,18 +116,14 @@ def command(
     note_next_steps(report, workspace)
     note_leftovers_in(report, workspace)
     if (unfinished := jr.load(workspace.install.state_dir)) is not None:
-        report.notes.insert(
-            0,
-            f"update {unfinished.id} stopped in phase {unfinished.phase_label}: "
-            "the tree is between versions; run `patchkeeper recover`",
-        )
+        report.notes.insert(0, unfinished_note(workspace, unfinished))
     elif (missed := update_not_done(workspace)) is not None:
         report.notes.insert(0, missed)
     if (writer := interrupted(workspace.install.state_dir)) is not None:
         report.notes.insert(0, interrupted_note(writer))
     records = load_applied(workspace.install.state_dir)
     proof_code, unproven = status_notes(
-        workspace.install.path, workspace.patch_set, report.results, records
+        workspace.install.path, workspace.patch_set, report.results, records, report.head
     )
     report.notes += unproven
     code = tree_exit_code(report.results, pending_needs_attention=True)

@@ -48,7 +48,7 @@ class Judging:
     def upstream_has(self, variant: PatchFile) -> str | None:
         """Why upstream has VARIANT without trying it (its header, its conditions), or None."""
         if spec_contains(variant.upstream_fixed_in, self.version):
-            return f"Upstream-Fixed-In {variant.upstream_fixed_in} contains {self.version}"
+            return f"{variant.upstream_fixed_in_reason}{self.version}"
         if variant.path in self.has_by_content:
             return self.has_by_content[variant.path]
         return None

@@ -101,6 +101,13 @@ class PatchFile:
         it, the smoke run reads it back to find the variant that retired the patch)."""
         return f"upstream has it: {', '.join(map(str, self.upstream_has))}"
 
+    @property
+    def upstream_fixed_in_reason(self) -> str:
+        """How a result says `Upstream-Fixed-In` contains the version, up to the version (the
+        engine writes it, the smoke run reads it back to find the variant that retired the
+        patch)."""
+        return f"Upstream-Fixed-In {self.upstream_fixed_in} contains "
+
 
 @dataclass(frozen=True)
 class Patch:

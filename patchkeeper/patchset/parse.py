@@ -122,7 +122,9 @@ def parse_data(
     ), []
 
 
-_NONE_RE = re.compile(r"^none\b[\s:,(-]*(.*?)\)?\s*$", re.IGNORECASE)
+# `none` alone, or followed by its reason: never a check name that starts with it
+# (`none-yet`, `none.py`) nor a list (`none, proof`), whose checks must run.
+_NONE_RE = re.compile(r"^none(?=$|[\s:(])[\s:(-]*(.*?)\)?\s*$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=256)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from patchkeeper.install.checkout.install import operation_in_progress
+from patchkeeper.install.checkout.install import behind_upstream, operation_in_progress
 from patchkeeper.install.locks import git_locks as gitlocks
 from patchkeeper.install.records import update_journal as jr
 from patchkeeper.leftovers import find as lo
@@ -92,6 +92,11 @@ def not_done(ctx: RunContext) -> str:
     left = journal.extra.get("left_unfinished")
     if left and unmoved():
         return f"the upstream command left this unfinished, and it was given up: {left}"
+    # Exit 0 with HEAD unmoved is "nothing new", unless its branch could fast-forward: then
+    # it took nothing of what it fetched (a skipped merge, a swallowed error, `--check`).
+    behind = behind_upstream(ctx.install) if unmoved() else None
+    if behind:
+        return f"the upstream command exited 0 but left HEAD where it was, {behind}"
     return ""
 
 

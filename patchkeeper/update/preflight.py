@@ -9,14 +9,17 @@ from patchkeeper.engine.symlinks import check_symlinks
 from patchkeeper.leftovers import find as lo
 from patchkeeper.model import nextstep
 from patchkeeper.model import outcomes as oc
+from patchkeeper.model.errors import BusyError
 from patchkeeper.update.context import DEFAULT_TIMEOUT, RunContext
 from patchkeeper.update.report import LeftoverAction
 
 
 def preflight(ctx: RunContext) -> str:
-    """Phase 1: refuse a patch that goes through a symlink, and note what was left behind
-    before the run (so phase 5 can tell what its updater left)."""
+    """Phase 1: refuse a patch that goes through a symlink, or a git lock file a live process
+    holds, and note what was left behind before the run (so phase 5 can tell what its
+    updater left)."""
     check_symlinks(ctx.install, ctx.ws.patch_set)  # refused before anything changes
+    refuse_held_git_locks(ctx)
     # Unmerged paths are not leftovers of before: refused by `locked_for_writing`, or, in
     # a run without --preview, by set_aside.survey before phase 3 (run.py).
     leftovers = lo.find_leftovers(ctx.install, ctx.ws.patch_set, unmerged=False)
@@ -27,6 +30,22 @@ def preflight(ctx: RunContext) -> str:
     # Saved with the next phase's record: preflight changes nothing a crash could leave.
     ctx.journal.extra["leftovers_before"] = [item.id for item in leftovers]
     return f"HEAD {ctx.journal.old_head[:12]}, version {ctx.journal.old_version}"
+
+
+def refuse_held_git_locks(ctx: RunContext) -> None:
+    """A git lock file a live process holds (a git at work in the install) would make the
+    updater fail, after the patches were taken out: busy (exit 6), before anything changes.
+    One nobody holds is left to the run (phase 6 removes it once the updater has ended)."""
+    from patchkeeper.install.locks import git_locks as gitlocks
+
+    for lock in gitlocks.lock_files(ctx.install):
+        held = gitlocks.holders(ctx.install, lock)
+        if held:
+            who = "; ".join(holder.describe() for holder in held)
+            raise BusyError(
+                f"{ctx.install.path}: busy: {lock} is held by {who}; nothing was changed: "
+                "update once it has ended"
+            )
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,29 @@ def refuse_if_busy_with_git(install: Install, unmerged: list[str] | None = None)
         raise UserError(f"{install.path}: {reason}; finish or abort it first")
 
 
+def behind_upstream(install: Install) -> str | None:
+    """How far the checked-out branch is behind the branch it follows, when it is only
+    behind (it could fast-forward): `2 commit(s) behind origin/main`. None when HEAD is
+    detached, follows no branch, is even with it, ahead of it or diverged from it (one git
+    call)."""
+    listed = git.out(
+        [
+            "for-each-ref",
+            "--points-at",
+            "HEAD",
+            "--format=%(HEAD)%(upstream:short)%00%(upstream:track,nobracket)",
+            "refs/heads/",
+        ],
+        install.path,
+    )
+    for line in listed.splitlines():
+        upstream, _, track = line.partition("\0")
+        behind = re.fullmatch(r"behind (\d+)", track)
+        if upstream.startswith("*") and upstream[1:] and behind:
+            return f"{behind[1]} commit(s) behind {upstream[1:]}"
+    return None
+
+
 def install_version(install: Install, settings: Settings) -> VersionInfo:
     """The version that runs: the patch set's version sources asked in the work tree, the
     first to answer wins (install/checkout/version_chain.py)."""

@@ -119,6 +119,14 @@ def _read_record(path: Path, tries: int = _READ_TRIES) -> tuple[Owner | None, st
     return None, problem
 
 
+def live_owner(state_dir: Path) -> Owner | None:
+    """Who holds the install's lock now, read without taking it (a reader such as `status`
+    never makes a starting command busy): the recorded owner, when that very process still
+    runs (same pid, same start time); None when nobody does, or the owner died holding it."""
+    owner, _ = _read_record(state_dir / LOCK_NAME)
+    return owner if owner is not None and owner.provably_alive() else None
+
+
 class InstallLock:
     def __init__(self, state_dir: Path, command: str) -> None:
         self.path = state_dir / LOCK_NAME

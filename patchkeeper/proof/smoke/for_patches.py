@@ -117,13 +117,20 @@ def checks_for_patches(
 
 
 def probed_variants(patch: Patch, detail: str) -> list[PatchFile]:
-    """The variants of PATCH whose `Upstream-Has:` probe retired it, as DETAIL reports it.
+    """The variants of PATCH whose `Upstream-Has:` probe or `Upstream-Fixed-In` range retired
+    it, as DETAIL reports it.
 
-    A patch retired by content with no variant for the release (heartbeat-fence on 0.21.3+)
-    has no chosen variant, yet upstream's fix is there: the matched variant's check proves
-    it works, whoever ships it.
+    A patch retired with no variant for the release (heartbeat-fence on 0.21.3+, or a fix
+    for `<2.0` whose `Upstream-Fixed-In: >=2.0` says 2.0 has it) has no chosen variant, yet
+    upstream's fix is said to be there: the matched variant's check proves it works, whoever
+    ships it (a header's word alone is never the proof).
     """
-    return [v for v in patch.variants if v.upstream_has and detail == v.upstream_has_reason]
+    return [
+        v
+        for v in patch.variants
+        if (v.upstream_has and detail == v.upstream_has_reason)
+        or (v.upstream_fixed_in is not None and detail.startswith(v.upstream_fixed_in_reason))
+    ]
 
 
 def patches_proven_by(

@@ -105,10 +105,13 @@ def status_notes(
     patch_set: PatchSet,
     results: Iterable[PatchResult],
     records: Mapping[str, AppliedRecord],
+    head: str | None = None,
 ) -> tuple[int, list[str]]:
     """What `status` says of the fixes in place that are not proven, and its exit code: 4 when
     a fix's checks failed or could not check at their last run, else 5 when one was never
-    proven (or names no check), else 0."""
+    proven (or names no check), else 0. A verdict proves the fix on the code it ran on: a
+    record made on another commit than HEAD (HEAD moved without patchkeeper: a `git pull`, an
+    updater run alone) proves nothing of the code that runs now (5: `apply` runs its checks)."""
     results = list(results)
     codes, notes = [], []
     for result in results:
@@ -118,9 +121,18 @@ def status_notes(
         record = records.get(result.name)
         verdict = record.proven if record is not None else ""
         checks = ", ".join(names)
-        if verdict == PASS:
+        moved = record is not None and head is not None and record.base != head
+        if verdict == PASS and not moved:
             continue
-        if verdict:
+        if moved:
+            apply = nextstep.command("apply", install=install, patches=patch_set.root)
+            notes.append(
+                f"{result.name} is in place but not proven: HEAD moved to {head[:12]} since its "
+                f"smoke check {checks} ran (on {record.base[:12]}); prove it on this code "
+                f"with: {apply}"
+            )
+            codes.append(exitcodes.ATTENTION)
+        elif verdict:
             said = "could not check" if verdict == ERROR else "failed"
             again = nextstep.command("smoke", install=install, patches=patch_set.root)
             apply = nextstep.command("apply", install=install, patches=patch_set.root)
