@@ -137,6 +137,8 @@ def holders(install: Install, lock: Path, updater_pgid: int | None = None) -> li
         elif is_git and _could_make(pid, owner):  # another user's git did not make it
             try:
                 cwd = os.readlink(_PROC / pid / "cwd")
+            except FileNotFoundError:
+                continue  # it is exiting: its files are closed, it makes and renames nothing
             except OSError:
                 cwd = None
             if cwd is None or opens is None:
