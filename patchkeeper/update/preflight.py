@@ -16,10 +16,10 @@ from patchkeeper.update.report import LeftoverAction
 
 def preflight(ctx: RunContext) -> str:
     """Phase 1: refuse a patch that goes through a symlink, or a git lock file a live process
-    holds, and note what was left behind before the run (so phase 5 can tell what its
-    updater left)."""
+    holds (one nobody holds is removed), and note what was left behind before the run (so
+    phase 5 can tell what its updater left)."""
     check_symlinks(ctx.install, ctx.ws.patch_set)  # refused before anything changes
-    refuse_held_git_locks(ctx)
+    settle_git_locks(ctx)
     # Unmerged paths are not leftovers of before: refused by `locked_for_writing`, or, in
     # a run without --preview, by set_aside.survey before phase 3 (run.py).
     leftovers = lo.find_leftovers(ctx.install, ctx.ws.patch_set, unmerged=False)
@@ -32,10 +32,11 @@ def preflight(ctx: RunContext) -> str:
     return f"HEAD {ctx.journal.old_head[:12]}, version {ctx.journal.old_version}"
 
 
-def refuse_held_git_locks(ctx: RunContext) -> None:
+def settle_git_locks(ctx: RunContext) -> None:
     """A git lock file a live process holds (a git at work in the install) would make the
     updater fail, after the patches were taken out: busy (exit 6), before anything changes.
-    One nobody holds is left to the run (phase 6 removes it once the updater has ended)."""
+    One nobody can hold (a git that ended without removing it) would make it fail too: it is
+    removed, as phase 6 removes one the updater left (install/locks/git_locks.py's proof)."""
     from patchkeeper.install.locks import git_locks as gitlocks
 
     for lock in gitlocks.lock_files(ctx.install):
@@ -46,6 +47,11 @@ def refuse_held_git_locks(ctx: RunContext) -> None:
                 f"{ctx.install.path}: busy: {lock} is held by {who}; nothing was changed: "
                 "update once it has ended"
             )
+        lock.unlink(missing_ok=True)
+        ctx.report.notes.append(
+            f"removed {lock}: no live process holds it (a git that ended left it behind; "
+            "the updater would have failed on it)"
+        )
 
 
 @dataclass(frozen=True)
