@@ -46,12 +46,12 @@ def select_tags(
         kind, commit, tree = named[:3] if named[0] == "commit" else named[3:]
         if kind == "tag":
             nested.append(name)
-        elif kind == "commit":  # not a tag of a tree or a blob: no release to check there
+        elif kind == "commit":  # a tag of a tree or a blob names no release: left out
             tags.append(name)
             objects[name] = (commit, tree)
-    for name, (commit, tree) in _peeled(repo, nested).items():
-        tags.append(name)
-        objects[name] = (commit, tree)
+    peeled = _peeled(repo, nested)
+    tags += peeled
+    objects.update(peeled)
     versions = {tag: names.version(tag) for tag in tags}
     unknown = sorted(t for t in tags if versions[t] is None)
     if since is not None:

@@ -18,7 +18,7 @@ from patchkeeper.patchset.userfiles import unsafe_file
 from patchkeeper.patchset.variants import bounds
 from patchkeeper.patchset.versions import PEP440, VersionScheme
 
-if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (_specifier_set)
+if TYPE_CHECKING:  # loaded by the first Applies-To or Upstream-Fixed-In (specifier_set)
     from packaging.specifiers import SpecifierSet
 
     from patchkeeper.patchset.conditions import ContentCondition  # by the first Upstream-Has
@@ -36,14 +36,14 @@ def parse_specifier(
 ) -> tuple[SpecifierSet | None, Problem | None]:
     if key not in fields:
         return None, None
-    spec, why = _specifier_set(key, fields[key])
+    spec, why = specifier_set(key, fields[key])
     if spec is None:
         return None, Problem(path, field_line(lines, key), why)  # its line, only when wrong
     return spec, None
 
 
 @functools.lru_cache(maxsize=4096)
-def _specifier_set(key: str, text: str) -> tuple[SpecifierSet | None, str]:
+def specifier_set(key: str, text: str) -> tuple[SpecifierSet | None, str]:
     """TEXT, field KEY, as a specifier set, or why it is none. Cached by its text: the fixes
     of a set share ranges (`>=0.21.3`), and a SpecifierSet is never changed once made."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet

@@ -20,7 +20,7 @@ behind), no CR, no line that starts `From ` (an mbox line); every line written l
 case) and a colon in column 0, stands before the header ends (a `---` line, quilt's `Index:`,
 the diff), is not folded (the next line does not start with a space or a tab), appears once,
 and holds a value the strict reading takes (not a bare `//...` URL, a range
-`fields._specifier_set` accepts, a `Smoke` and a `Choose` with nothing wrong; any `Base`).
+`fields.specifier_set` accepts, a `Smoke` and a `Choose` with nothing wrong; any `Base`).
 The version scheme must be PEP 440 (no conversion). tests/test_head_only.py holds every
 acceptance to the strict reading.
 """
@@ -35,10 +35,10 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any
 
-from patchkeeper.patchset.fields import _specifier_set
+from patchkeeper.patchset.fields import specifier_set
 from patchkeeper.patchset.headers import Header
 from patchkeeper.patchset.model import PatchFile
-from patchkeeper.patchset.parse import MAX_PATCH_BYTES, _choice, _smoke_field, parse_data
+from patchkeeper.patchset.parse import MAX_PATCH_BYTES, choice_field, parse_data, smoke_field
 from patchkeeper.patchset.versions import PEP440, VersionScheme
 
 HEAD = 4096  # the first read of a variant not chosen yet: its header, in nearly every file
@@ -147,13 +147,13 @@ def _own_field(line: bytes) -> tuple[str, Any] | None:
         return None
     value = value.strip()
     if key == "smoke":
-        names, unchecked, wrong = _smoke_field(value)
+        names, unchecked, wrong = smoke_field(value)
         return None if wrong else (key, (names, unchecked))
     if key == "choose":
-        return (key, True) if _choice(value) == (True, None) else None
+        return (key, True) if choice_field(value) == (True, None) else None
     if key == "base":  # `port` writes one in every variant; the strict reading takes any value
         return (key, None)
-    spec = _specifier_set(key, value)[0]
+    spec = specifier_set(key, value)[0]
     return None if spec is None else (key, spec)
 
 

@@ -95,8 +95,8 @@ def parse_data(
     if p1 or p2:
         problems += [p for p in (p1, p2) if p]
     upstream_has, has_problems = parse_upstream_has(path, fields, lines)
-    smoke, unchecked, smoke_why = _smoke_field(fields.get("smoke", ""))
-    by_content, choose_why = _choice(fields.get("choose"))
+    smoke, unchecked, smoke_why = smoke_field(fields.get("smoke", ""))
+    by_content, choose_why = choice_field(fields.get("choose"))
     if has_problems or smoke_why or choose_why:
         problems += has_problems
         problems += [Problem(path, field_line(lines, "smoke"), why) for why in smoke_why]
@@ -128,7 +128,7 @@ _NONE_RE = re.compile(r"^none(?=$|[\s:(])[\s:(-]*(.*?)\)?\s*$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=256)
-def _smoke_field(text: str) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+def smoke_field(text: str) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
     """`Smoke:` (its value TEXT) as check names, or `Smoke: none (WHY)`: a fix no check can
     prove, said on purpose (its reason is required, and reported), so a fix without a check
     is never a quiet green. Last: what is wrong with it, if anything (each a problem at the
@@ -148,7 +148,7 @@ def _smoke_field(text: str) -> tuple[tuple[str, ...], str | None, tuple[str, ...
     return (), match.group(1).strip(), ()
 
 
-def _choice(value: str | None) -> tuple[bool, str | None]:
+def choice_field(value: str | None) -> tuple[bool, str | None]:
     """Whether the variant is chosen by content (`Choose: by-content`, its VALUE), the only
     value; and what is wrong with VALUE if anything."""
     if value is None:

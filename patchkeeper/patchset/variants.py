@@ -112,7 +112,7 @@ class Bounds:
 
 
 # A range's bounds by the range itself (kept, so that its id is not reused): the ranges of a
-# set's variants are shared objects (fields._specifier_set), a few for thousands of variants.
+# set's variants are shared objects (fields.specifier_set), a few for thousands of variants.
 _BOUNDED: dict[int, tuple[SpecifierSet, Bounds]] = {}
 
 
@@ -208,7 +208,7 @@ def overlap_problems(variants: Sequence[PatchFile]) -> list[Problem]:
 
 # What VariantChoice._sorted makes of a fix's ranges, by the ranges themselves (kept, so that
 # their ids are not reused), never changed once made: a set's fixes share their ranges (a
-# range is one object, fields._specifier_set), variant k of every fix often the same.
+# range is one object, fields.specifier_set), variant k of every fix often the same.
 Sorted = tuple[list[Bounds], list[int], list[Point], list[Point]]
 _SORTED: dict[tuple[int, ...], tuple[tuple[SpecifierSet | None, ...], Sorted]] = {}
 
